@@ -1,0 +1,1 @@
+//! UCI, MNIST and wave data for the SMI experiments.

@@ -1,0 +1,105 @@
+//! Dense products on row-major slices through `faer`, called sequentially (no nested
+//! parallelism: callers parallelise over draws or particles with rayon).
+
+use faer::linalg::matmul::matmul;
+use faer::{Accum, MatMut, MatRef, Par};
+
+/// Whether an operand is used as stored or transposed.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Op {
+    /// Use as stored.
+    N,
+    /// Use transposed.
+    T,
+}
+
+/// C ← alpha·op(A)·op(B) + (accumulate ? C : 0), all row-major.
+///
+/// Shapes: op(A) is `m×k`, op(B) is `k×n`, C is `m×n`. A is stored `m×k` (`Op::N`) or `k×m`
+/// (`Op::T`), likewise B. Works for `f64` and `f32`.
+///
+/// Panics if a slice is shorter than its shape says (an internal invariant; public entry points
+/// check shapes before calling).
+#[allow(clippy::too_many_arguments)]
+pub fn gemm<T: faer::traits::ComplexField + Copy>(
+    c: &mut [T],
+    a: &[T],
+    op_a: Op,
+    b: &[T],
+    op_b: Op,
+    m: usize,
+    k: usize,
+    n: usize,
+    alpha: T,
+    accumulate: bool,
+) {
+    if m == 0 || n == 0 {
+        return;
+    }
+    let a_ref = match op_a {
+        Op::N => MatRef::from_row_major_slice(&a[..m * k], m, k),
+        Op::T => MatRef::from_row_major_slice(&a[..m * k], k, m).transpose(),
+    };
+    let b_ref = match op_b {
+        Op::N => MatRef::from_row_major_slice(&b[..k * n], k, n),
+        Op::T => MatRef::from_row_major_slice(&b[..k * n], n, k).transpose(),
+    };
+    let c_mut = MatMut::from_row_major_slice_mut(&mut c[..m * n], m, n);
+    let acc = if accumulate {
+        Accum::Add
+    } else {
+        Accum::Replace
+    };
+    matmul(c_mut, acc, a_ref, b_ref, alpha, Par::Seq);
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn naive(a: &[f64], b: &[f64], m: usize, k: usize, n: usize) -> Vec<f64> {
+        let mut c = vec![0.0; m * n];
+        for i in 0..m {
+            for j in 0..n {
+                for l in 0..k {
+                    c[i * n + j] += a[i * k + l] * b[l * n + j];
+                }
+            }
+        }
+        c
+    }
+
+    fn transpose(a: &[f64], r: usize, c: usize) -> Vec<f64> {
+        let mut t = vec![0.0; r * c];
+        for i in 0..r {
+            for j in 0..c {
+                t[j * r + i] = a[i * c + j];
+            }
+        }
+        t
+    }
+
+    #[test]
+    fn all_transpose_combinations_match_naive() {
+        let (m, k, n) = (3, 4, 5);
+        let a: Vec<f64> = (0..m * k).map(|v| (v as f64 * 0.37).sin()).collect();
+        let b: Vec<f64> = (0..k * n).map(|v| (v as f64 * 0.11).cos()).collect();
+        let want = naive(&a, &b, m, k, n);
+        let at = transpose(&a, m, k);
+        let bt = transpose(&b, k, n);
+        for (aa, oa) in [(&a, Op::N), (&at, Op::T)] {
+            for (bb, ob) in [(&b, Op::N), (&bt, Op::T)] {
+                let mut c = vec![1.0; m * n];
+                gemm(&mut c, aa, oa, bb, ob, m, k, n, 1.0, false);
+                for (x, y) in c.iter().zip(&want) {
+                    assert!((x - y).abs() < 1e-12);
+                }
+                let mut c2 = vec![1.0; m * n];
+                gemm(&mut c2, aa, oa, bb, ob, m, k, n, 2.0, true);
+                for (x, y) in c2.iter().zip(&want) {
+                    assert!((x - (1.0 + 2.0 * y)).abs() < 1e-12);
+                }
+            }
+        }
+    }
+}

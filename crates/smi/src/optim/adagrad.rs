@@ -1,0 +1,73 @@
+//! NumPyro's Adagrad with momentum (`jax.example_libraries.optimizers.adagrad`), spec §2.4.
+
+use serde::{Deserialize, Serialize};
+
+use crate::error::{Error, Result};
+
+/// Adagrad's accumulated squared gradients G and its momentum n.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct AdagradState {
+    /// Σ g² so far.
+    pub g_sq: Vec<f64>,
+    /// Momentum of the normalised gradient.
+    pub n: Vec<f64>,
+}
+
+impl AdagradState {
+    /// Zero accumulators for `n` parameters.
+    pub fn new(n: usize) -> Self {
+        AdagradState {
+            g_sq: vec![0.0; n],
+            n: vec![0.0; n],
+        }
+    }
+
+    pub(crate) fn step(&mut self, lr: f64, momentum: f64, x: &mut [f64], g: &[f64]) -> Result<()> {
+        if self.g_sq.len() != x.len() {
+            return Err(Error::shape("Adagrad state", self.g_sq.len(), x.len()));
+        }
+        for (((x, g), gs), n) in x.iter_mut().zip(g).zip(&mut self.g_sq).zip(&mut self.n) {
+            *gs += g * g;
+            // JAX: where(G > 0, g / sqrt(G), 0)
+            let scaled = if *gs > 0.0 { g / gs.sqrt() } else { 0.0 };
+            *n = (1.0 - momentum) * scaled + momentum * *n;
+            *x -= lr * *n;
+        }
+        Ok(())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use crate::optim::OptimizerSettings;
+
+    #[test]
+    fn hand_computed_two_steps() {
+        // step 1: G = 4, g/√G = 1, n = 0.1, x = 1 − 0.5·0.1 = 0.95
+        // step 2: g = 1, G = 5, g/√G = 0.4472136, n = 0.1·0.4472136 + 0.9·0.1 = 0.13472136
+        //         x = 0.95 − 0.5·0.13472136 = 0.88263932
+        let s = OptimizerSettings::adagrad(0.5);
+        let mut st = s.init(1);
+        let mut x = vec![1.0];
+        st.step(&s, &mut x, &[2.0]).unwrap();
+        assert!((x[0] - 0.95).abs() < 1e-12);
+        st.step(&s, &mut x, &[1.0]).unwrap();
+        assert!((x[0] - 0.882_639_320_225).abs() < 1e-10);
+    }
+
+    #[test]
+    fn zero_gradient_is_a_zero_step() {
+        let s = OptimizerSettings::adagrad(0.5);
+        let mut st = s.init(1);
+        let mut x = vec![1.0];
+        st.step(&s, &mut x, &[0.0]).unwrap();
+        assert_eq!(x[0], 1.0);
+    }
+
+    #[test]
+    fn rejects_bad_settings() {
+        assert!(OptimizerSettings::adagrad(-1.0).validate().is_err());
+        assert!(OptimizerSettings::adam(f64::NAN).validate().is_err());
+        assert!(OptimizerSettings::Adagrad { lr: 0.1, momentum: 1.5 }.validate().is_err());
+    }
+}

@@ -1,0 +1,164 @@
+//! Optimizers over explicit directions (spec §2.4), with JAX `example_libraries` semantics.
+//!
+//! An optimizer receives the "gradient" of a minimiser: engines pass −φ (the negated Stein
+//! force) or −∇ELBO, so parameters move along φ. All state is serialisable for checkpoints.
+
+mod adagrad;
+mod adam;
+mod sgd;
+
+pub use adagrad::AdagradState;
+pub use adam::AdamState;
+pub use sgd::SgdState;
+
+use serde::{Deserialize, Serialize};
+
+use crate::error::{Error, Result};
+
+/// Which optimizer and its hyperparameters.
+#[derive(Clone, Copy, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(tag = "kind", rename_all = "snake_case")]
+pub enum OptimizerSettings {
+    /// Adam(lr; b1 = 0.9, b2 = 0.999, eps = 1e-8 by [`OptimizerSettings::adam`]).
+    Adam {
+        /// Step size.
+        lr: f64,
+        /// First-moment decay.
+        b1: f64,
+        /// Second-moment decay.
+        b2: f64,
+        /// Denominator offset.
+        eps: f64,
+    },
+    /// NumPyro's Adagrad with momentum (0.9 by [`OptimizerSettings::adagrad`]): not textbook
+    /// Adagrad (spec §2.4). NumPyro recommends it for SteinVI.
+    Adagrad {
+        /// Step size.
+        lr: f64,
+        /// Momentum on the normalised gradient.
+        momentum: f64,
+    },
+    /// Plain gradient descent x ← x − lr·g.
+    Sgd {
+        /// Step size.
+        lr: f64,
+    },
+}
+
+impl OptimizerSettings {
+    /// Adam with the JAX defaults b1 = 0.9, b2 = 0.999, eps = 1e-8.
+    pub fn adam(lr: f64) -> Self {
+        OptimizerSettings::Adam {
+            lr,
+            b1: 0.9,
+            b2: 0.999,
+            eps: 1e-8,
+        }
+    }
+
+    /// NumPyro's Adagrad with momentum 0.9.
+    pub fn adagrad(lr: f64) -> Self {
+        OptimizerSettings::Adagrad { lr, momentum: 0.9 }
+    }
+
+    /// Plain SGD.
+    pub fn sgd(lr: f64) -> Self {
+        OptimizerSettings::Sgd { lr }
+    }
+
+    /// The learning rate.
+    pub fn lr(&self) -> f64 {
+        match *self {
+            OptimizerSettings::Adam { lr, .. }
+            | OptimizerSettings::Adagrad { lr, .. }
+            | OptimizerSettings::Sgd { lr } => lr,
+        }
+    }
+
+    /// Checks the hyperparameters.
+    ///
+    /// # Errors
+    /// [`Error::InvalidSettings`] for a non-positive or non-finite lr, or decays outside [0, 1).
+    pub fn validate(&self) -> Result<()> {
+        let lr = self.lr();
+        if !(lr.is_finite() && lr > 0.0) {
+            return Err(Error::invalid(
+                "lr",
+                format!("the learning rate must be a positive finite number, got {lr}"),
+            ));
+        }
+        let unit = |field: &'static str, v: f64| {
+            if (0.0..1.0).contains(&v) {
+                Ok(())
+            } else {
+                Err(Error::invalid(field, format!("must lie in [0, 1), got {v}")))
+            }
+        };
+        match *self {
+            OptimizerSettings::Adam { b1, b2, eps, .. } => {
+                unit("b1", b1)?;
+                unit("b2", b2)?;
+                if !(eps > 0.0) {
+                    return Err(Error::invalid("eps", format!("must be positive, got {eps}")));
+                }
+            }
+            OptimizerSettings::Adagrad { momentum, .. } => unit("momentum", momentum)?,
+            OptimizerSettings::Sgd { .. } => {}
+        }
+        Ok(())
+    }
+
+    /// Fresh state for `n` parameters.
+    pub fn init(&self, n: usize) -> OptimizerState {
+        match self {
+            OptimizerSettings::Adam { .. } => OptimizerState::Adam(AdamState::new(n)),
+            OptimizerSettings::Adagrad { .. } => OptimizerState::Adagrad(AdagradState::new(n)),
+            OptimizerSettings::Sgd { .. } => OptimizerState::Sgd(SgdState),
+        }
+    }
+}
+
+/// The mutable state of an optimizer (moments, step count).
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(tag = "kind", rename_all = "snake_case")]
+pub enum OptimizerState {
+    /// Adam's moments.
+    Adam(AdamState),
+    /// Adagrad's accumulators.
+    Adagrad(AdagradState),
+    /// SGD has none.
+    Sgd(SgdState),
+}
+
+impl OptimizerState {
+    /// One update x ← x − (transformed g), with `g` the gradient of a minimiser.
+    ///
+    /// # Errors
+    /// [`Error::Shape`] if `params`, `grad` and the state differ in length, or if the state does
+    /// not belong to `settings`' optimizer.
+    pub fn step(
+        &mut self,
+        settings: &OptimizerSettings,
+        params: &mut [f64],
+        grad: &[f64],
+    ) -> Result<()> {
+        if params.len() != grad.len() {
+            return Err(Error::shape("optimizer step", params.len(), grad.len()));
+        }
+        match (self, *settings) {
+            (OptimizerState::Adam(s), OptimizerSettings::Adam { lr, b1, b2, eps }) => {
+                s.step(lr, b1, b2, eps, params, grad)
+            }
+            (OptimizerState::Adagrad(s), OptimizerSettings::Adagrad { lr, momentum }) => {
+                s.step(lr, momentum, params, grad)
+            }
+            (OptimizerState::Sgd(_), OptimizerSettings::Sgd { lr }) => {
+                params.iter_mut().zip(grad).for_each(|(x, g)| *x -= lr * g);
+                Ok(())
+            }
+            _ => Err(Error::Checkpoint(
+                "optimizer state does not match the optimizer settings".into(),
+            )),
+        }
+    }
+}
