@@ -1,0 +1,62 @@
+//! Observers: progress bars, loss traces and custom hooks called by every run loop.
+
+/// What a run loop reports after each step (or each draw, for NUTS).
+#[derive(Clone, Debug, PartialEq)]
+#[non_exhaustive]
+pub struct Progress {
+    /// Steps (or draws) done so far, counting this one.
+    pub step: u64,
+    /// The number of steps the run is configured for (an upper bound with early stopping).
+    pub total: u64,
+    /// The step's loss: ‖φ‖_F for Stein engines, −ELBO estimate for SVI, −log p for NUTS.
+    pub loss: f64,
+    /// A short label of the phase, e.g. `"fit"`, `"warmup"`, `"sampling"`.
+    pub phase: &'static str,
+}
+
+impl Progress {
+    /// A progress record.
+    pub fn new(step: u64, total: u64, loss: f64, phase: &'static str) -> Self {
+        Progress {
+            step,
+            total,
+            loss,
+            phase,
+        }
+    }
+}
+
+/// Hooks a run loop calls; every method defaults to doing nothing.
+pub trait Observer {
+    /// Before the first step; `total` as in [`Progress::total`].
+    fn on_start(&mut self, _total: u64) {}
+    /// After each step.
+    fn on_step(&mut self, _progress: &Progress) {}
+    /// After the last step.
+    fn on_finish(&mut self) {}
+}
+
+/// An observer that ignores everything.
+#[derive(Clone, Copy, Debug, Default)]
+pub struct NoObserver;
+
+impl Observer for NoObserver {}
+
+/// Records every step's loss.
+#[derive(Clone, Debug, Default)]
+pub struct LossTrace {
+    /// Loss after each step, in order.
+    pub losses: Vec<f64>,
+}
+
+impl Observer for LossTrace {
+    fn on_step(&mut self, p: &Progress) {
+        self.losses.push(p.loss);
+    }
+}
+
+impl<F: FnMut(&Progress)> Observer for F {
+    fn on_step(&mut self, p: &Progress) {
+        self(p)
+    }
+}

@@ -1,0 +1,1 @@
+//! Evaluation metrics (spec §8): regression, classification, statistics.

@@ -1,0 +1,1 @@
+//! Built-in models with analytic gradients. One file per model family.
