@@ -1,5 +1,88 @@
-//! Run loops shared by the engines: observers, early stopping, checkpoints.
+//! What every engine shares: the [`Engine`] trait, its [`State`], the run loop, observers, early
+//! stopping and checkpoints.
 
+pub mod early_stop;
 pub mod observe;
+pub mod runner;
+pub mod state;
 
+pub use early_stop::{EarlyStopSettings, EarlyStopState};
 pub use observe::{LossTrace, NoObserver, Observer, Progress};
+pub use runner::{run, RunResult, RunSettings, Termination};
+pub use state::State;
+
+use serde::{Deserialize, Serialize};
+
+use crate::error::Result;
+use crate::predictive::Posterior;
+
+/// What to do when a step produces a non-finite value (NumPyro's `stable_update`).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize, Default)]
+#[serde(rename_all = "snake_case")]
+pub enum NonFinitePolicy {
+    /// Leave particles and optimizer unchanged, count the step in `State::skipped_steps` and go
+    /// on (the default).
+    #[default]
+    Skip,
+    /// Return [`crate::Error::NonFinite`].
+    Error,
+}
+
+/// What one step reports.
+#[derive(Clone, Copy, Debug, PartialEq)]
+#[non_exhaustive]
+pub struct StepInfo {
+    /// The step's loss, computed before the update: ‖φ‖_F for Stein engines, the negative ELBO
+    /// estimate for SVI.
+    pub loss: f64,
+    /// The (mixture) ELBO estimate of this step's draws.
+    pub elbo: f64,
+    /// Whether the step was skipped for a non-finite value.
+    pub skipped: bool,
+}
+
+impl StepInfo {
+    /// A step record.
+    pub fn new(loss: f64, elbo: f64, skipped: bool) -> Self {
+        StepInfo {
+            loss,
+            elbo,
+            skipped,
+        }
+    }
+}
+
+/// An inference engine: immutable settings + model; all mutable data lives in [`State`].
+pub trait Engine: Sync {
+    /// A short name for records (`"smi"`, `"svgd"`, `"ovi"`, …).
+    fn name(&self) -> &str;
+
+    /// A fresh state: particles initialised from the settings' seed.
+    ///
+    /// # Errors
+    /// From the initialisation (e.g. a model that cannot sample its prior).
+    fn init(&self) -> Result<State>;
+
+    /// One update. `rows`: `None` lets the engine draw its own mini-batches (spec §2.6);
+    /// `Some(rows)` evaluates every draw on these rows with scale N/|rows| (e.g. MNIST epochs).
+    ///
+    /// # Errors
+    /// Shape or data errors, a model error, and [`crate::Error::NonFinite`] under
+    /// [`NonFinitePolicy::Error`].
+    fn step(&self, state: &mut State, rows: Option<&[usize]>) -> Result<StepInfo>;
+
+    /// The approximate posterior the state represents.
+    fn posterior(&self, state: &State) -> Posterior;
+
+    /// A string identifying settings and model shape; a checkpoint only loads into an engine
+    /// with the same fingerprint.
+    fn fingerprint(&self) -> String;
+
+    /// Loads a checkpoint written by a run of this engine.
+    ///
+    /// # Errors
+    /// See [`State::load`].
+    fn load_state(&self, path: &std::path::Path) -> Result<State> {
+        State::load(path, &self.fingerprint())
+    }
+}

@@ -1,0 +1,257 @@
+//! Guides q(θ|ψ): the family each particle ψ parameterises (spec §2.1, §2.5).
+//!
+//! Two families: the mean-field [`normal`] guide (AutoNormal: ψ = [loc | ρ], σ = softplus(ρ)) and
+//! the point-mass [`delta`] guide (AutoDelta: ψ = θ). Particles are stored unconstrained, one per
+//! row of an m×p [`Matrix`].
+
+pub mod delta;
+pub mod normal;
+
+use rand::Rng;
+use rand_distr::{Distribution, StandardNormal};
+use serde::{Deserialize, Serialize};
+
+use crate::error::{Error, Result};
+use crate::layout::Layout;
+use crate::matrix::Matrix;
+use crate::model::LogDensity;
+use crate::transform::inv_softplus;
+
+/// Which guide family each particle parameterises.
+#[derive(Clone, Copy, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(tag = "kind", rename_all = "snake_case")]
+pub enum GuideSettings {
+    /// Mean-field Normal: θ ~ N(loc, softplus(ρ)²) per coordinate; p = 2d.
+    Normal {
+        /// Initial σ of every coordinate (default 0.1, stored as ρ = ln(e^0.1 − 1)).
+        init_scale: f64,
+    },
+    /// Point mass at ψ; p = d.
+    Delta,
+}
+
+impl Default for GuideSettings {
+    fn default() -> Self {
+        GuideSettings::normal()
+    }
+}
+
+/// How the initial location of each particle is drawn (spec §2.5). Every particle draws its own.
+#[derive(Clone, Copy, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(tag = "kind", rename_all = "snake_case")]
+pub enum Init {
+    /// Uniform(−radius, radius) in each unconstrained coordinate (NumPyro's init_to_uniform;
+    /// default radius 2).
+    Uniform {
+        /// r > 0.
+        radius: f64,
+    },
+    /// The element-wise median of `draws` prior draws (NumPyro's init_to_median, 15 draws);
+    /// needs [`LogDensity::sample_prior`].
+    PriorMedian {
+        /// Number of prior draws.
+        draws: usize,
+    },
+}
+
+impl Default for Init {
+    fn default() -> Self {
+        Init::Uniform { radius: 2.0 }
+    }
+}
+
+impl Init {
+    /// Checks the parameters.
+    ///
+    /// # Errors
+    /// [`Error::InvalidSettings`] for a radius ≤ 0 (identical particles break the kernel) or zero
+    /// draws.
+    pub fn validate(&self) -> Result<()> {
+        match *self {
+            Init::Uniform { radius } if !(radius.is_finite() && radius > 0.0) => Err(Error::invalid(
+                "init radius",
+                format!("must be positive and finite (identical particles break the kernel), got {radius}"),
+            )),
+            Init::PriorMedian { draws: 0 } => {
+                Err(Error::invalid("init draws", "needs at least one prior draw"))
+            }
+            _ => Ok(()),
+        }
+    }
+
+    /// Writes one initial location (length d) into `out`.
+    ///
+    /// # Errors
+    /// From [`LogDensity::sample_prior`] for `PriorMedian`.
+    pub fn draw<M: LogDensity + ?Sized>(
+        &self,
+        model: &M,
+        rng: &mut rand_chacha::ChaCha8Rng,
+        out: &mut [f64],
+    ) -> Result<()> {
+        match *self {
+            Init::Uniform { radius } => {
+                for o in out.iter_mut() {
+                    *o = rng.random_range(-radius..radius);
+                }
+            }
+            Init::PriorMedian { draws } => {
+                let d = out.len();
+                let mut all = vec![0.0; draws * d];
+                for row in all.chunks_exact_mut(d) {
+                    model.sample_prior(rng, row)?;
+                }
+                let mut col = vec![0.0; draws];
+                for (c, o) in out.iter_mut().enumerate() {
+                    for (s, v) in col.iter_mut().enumerate() {
+                        *v = all[s * d + c];
+                    }
+                    col.sort_by(f64::total_cmp);
+                    *o = if draws % 2 == 1 {
+                        col[draws / 2]
+                    } else {
+                        0.5 * (col[draws / 2 - 1] + col[draws / 2])
+                    };
+                }
+            }
+        }
+        Ok(())
+    }
+}
+
+impl GuideSettings {
+    /// The Normal guide with NumPyro's default init scale 0.1.
+    pub fn normal() -> Self {
+        GuideSettings::Normal { init_scale: 0.1 }
+    }
+
+    /// Checks the parameters.
+    ///
+    /// # Errors
+    /// [`Error::InvalidSettings`] for a non-positive init scale.
+    pub fn validate(&self) -> Result<()> {
+        if let GuideSettings::Normal { init_scale } = *self {
+            if !(init_scale.is_finite() && init_scale > 0.0) {
+                return Err(Error::invalid(
+                    "init_scale",
+                    format!("must be positive and finite, got {init_scale}"),
+                ));
+            }
+        }
+        Ok(())
+    }
+
+    /// p, the number of guide parameters per particle for a model of dimension d.
+    pub fn param_dim(&self, d: usize) -> usize {
+        match self {
+            GuideSettings::Normal { .. } => 2 * d,
+            GuideSettings::Delta => d,
+        }
+    }
+
+    /// Number of standard-normal noise values per draw (d for Normal, 0 for Delta).
+    pub fn noise_dim(&self, d: usize) -> usize {
+        match self {
+            GuideSettings::Normal { .. } => d,
+            GuideSettings::Delta => 0,
+        }
+    }
+
+    /// Names of the particle's columns: `"<block>.loc"` then `"<block>.scale"` for Normal, the
+    /// model's blocks for Delta.
+    pub fn layout(&self, model_layout: &Layout) -> Layout {
+        match self {
+            GuideSettings::Normal { .. } => model_layout
+                .suffixed(".loc", 0)
+                .concat(&model_layout.suffixed(".scale", 0)),
+            GuideSettings::Delta => model_layout.clone(),
+        }
+    }
+
+    /// One particle: the initial location from `init`, and ρ = softplus⁻¹(init_scale).
+    ///
+    /// # Errors
+    /// From [`Init::draw`].
+    pub fn init_particle<M: LogDensity + ?Sized>(
+        &self,
+        model: &M,
+        init: &Init,
+        rng: &mut rand_chacha::ChaCha8Rng,
+        out: &mut [f64],
+    ) -> Result<()> {
+        let d = model.dim();
+        init.draw(model, rng, &mut out[..d])?;
+        if let GuideSettings::Normal { init_scale } = *self {
+            out[d..2 * d].fill(inv_softplus(init_scale));
+        }
+        Ok(())
+    }
+
+    /// Fills `eps` with standard-normal noise (nothing for Delta).
+    pub fn draw_noise<R: Rng + ?Sized>(&self, rng: &mut R, eps: &mut [f64]) {
+        for e in eps.iter_mut() {
+            *e = StandardNormal.sample(rng);
+        }
+    }
+
+    /// Reparameterised draws from one particle: `theta` (S×d) from `psi` (p) and `eps`
+    /// (S×noise_dim).
+    pub fn sample(&self, psi: &[f64], eps: &[f64], theta: &mut [f64]) {
+        match self {
+            GuideSettings::Normal { .. } => normal::sample(psi, eps, theta),
+            GuideSettings::Delta => delta::sample(psi, theta),
+        }
+    }
+
+    /// For K draws θ (K×d): `logq[k] = log((1/m) Σ_j q(θ_k|ψ_j))` and
+    /// `grad[k] = ∇_θ log q_mix(θ_k)`, all particles held constant (stop-gradient). f64 throughout.
+    /// For Delta the density is the constant −ln m with zero gradient (spec §4.1).
+    pub fn mixture_log_density(
+        &self,
+        particles: &Matrix,
+        theta: &[f64],
+        logq: &mut [f64],
+        grad: &mut [f64],
+    ) {
+        match self {
+            GuideSettings::Normal { .. } => {
+                normal::mixture_log_density(particles, theta, logq, grad)
+            }
+            GuideSettings::Delta => {
+                logq.fill(-(particles.rows() as f64).ln());
+                grad.fill(0.0);
+            }
+        }
+    }
+
+    /// Pulls per-draw directions δ_s = ∂ℓ/∂θ_s (S×d) back to the particle:
+    /// `out = (1/S) Σ_s (∂θ_s/∂ψ)ᵀ δ_s` (length p). Normal: ∂/∂loc = mean δ,
+    /// ∂/∂ρ = mean(δ⊙ε)⊙sigmoid(ρ). Delta: mean δ.
+    pub fn pullback(&self, psi: &[f64], eps: &[f64], delta: &[f64], out: &mut [f64]) {
+        match self {
+            GuideSettings::Normal { .. } => normal::pullback(psi, eps, delta, out),
+            GuideSettings::Delta => delta::pullback(delta, out),
+        }
+    }
+
+    /// Adds ∇_ψ of the guide's entropy −E_q[log q] to `out` (OVI's full ELBO gradient; zero for
+    /// Delta): ∂/∂ρ Σ log σ = sigmoid(ρ)/σ.
+    pub fn add_entropy_grad(&self, psi: &[f64], out: &mut [f64]) {
+        if let GuideSettings::Normal { .. } = self {
+            normal::add_entropy_grad(psi, out);
+        }
+    }
+
+    /// The entropy of one particle's guide (Normal: Σ ln σ + d/2·ln(2πe); Delta: 0).
+    pub fn entropy(&self, psi: &[f64]) -> f64 {
+        match self {
+            GuideSettings::Normal { .. } => normal::entropy(psi),
+            GuideSettings::Delta => 0.0,
+        }
+    }
+
+    /// The location (loc for Normal, ψ for Delta) of a particle: its first d entries.
+    pub fn loc<'a>(&self, psi: &'a [f64], d: usize) -> &'a [f64] {
+        &psi[..d]
+    }
+}

@@ -1,0 +1,201 @@
+//! The mean-field Normal guide (AutoNormal): ψ = [loc (d) | ρ (d)], σ = softplus(ρ).
+
+use rayon::prelude::*;
+
+use crate::linalg::{gemm, Op};
+use crate::matrix::Matrix;
+use crate::transform::{sigmoid, softplus};
+
+const LN_2PI: f64 = 1.837_877_066_409_345_5;
+
+/// θ_s = loc + σ ⊙ ε_s for every row s of `eps` (S×d).
+pub fn sample(psi: &[f64], eps: &[f64], theta: &mut [f64]) {
+    let d = psi.len() / 2;
+    let (loc, rho) = psi.split_at(d);
+    for (t, e) in theta.chunks_exact_mut(d).zip(eps.chunks_exact(d)) {
+        for c in 0..d {
+            t[c] = loc[c] + softplus(rho[c]) * e[c];
+        }
+    }
+}
+
+/// log q_mix and ∇_θ log q_mix for K draws under m diagonal Gaussians (spec §2.2).
+///
+/// Uses the expanded square: with a_j = 1/σ_j², b_j = μ_j/σ_j²,
+/// log N(u; μ_j, σ_j) = −½ u²·a_j + u·b_j + c_j, c_j = −½ μ_j·b_j − Σ ln σ_j − d/2 ln 2π,
+/// i.e. two K×d by d×m products; the gradient −Σ_j w_j (u − μ_j)/σ_j² = −u⊙(W a) + W b is two
+/// K×m by m×d products, W the responsibilities.
+pub fn mixture_log_density(particles: &Matrix, theta: &[f64], logq: &mut [f64], grad: &mut [f64]) {
+    let m = particles.rows();
+    let d = particles.cols() / 2;
+    let k = logq.len();
+    let mut a = vec![0.0; m * d];
+    let mut b = vec![0.0; m * d];
+    let mut c = vec![0.0; m];
+    for j in 0..m {
+        let psi = particles.row(j);
+        let (loc, rho) = psi.split_at(d);
+        let mut cj = -0.5 * d as f64 * LN_2PI;
+        for i in 0..d {
+            let s = softplus(rho[i]);
+            let inv = 1.0 / (s * s);
+            a[j * d + i] = inv;
+            b[j * d + i] = loc[i] * inv;
+            cj -= 0.5 * loc[i] * loc[i] * inv + s.ln();
+        }
+        c[j] = cj;
+    }
+    // Rows are independent: split the K draws into chunks over rayon's threads.
+    let chunk = k.div_ceil(rayon::current_num_threads()).clamp(1, 64);
+    theta
+        .par_chunks(chunk * d)
+        .zip(logq.par_chunks_mut(chunk))
+        .zip(grad.par_chunks_mut(chunk * d))
+        .for_each(|((th, lq), g)| mixture_rows(th, &a, &b, &c, m, d, lq, g));
+}
+
+#[allow(clippy::too_many_arguments)]
+fn mixture_rows(
+    theta: &[f64],
+    a: &[f64],
+    b: &[f64],
+    c: &[f64],
+    m: usize,
+    d: usize,
+    logq: &mut [f64],
+    grad: &mut [f64],
+) {
+    let k = logq.len();
+    let sq: Vec<f64> = theta.iter().map(|u| u * u).collect();
+    let mut l = vec![0.0; k * m];
+    gemm(&mut l, &sq, Op::N, a, Op::T, k, d, m, -0.5, false);
+    gemm(&mut l, theta, Op::N, b, Op::T, k, d, m, 1.0, true);
+    let ln_m = (m as f64).ln();
+    for (row, lq) in l.chunks_exact_mut(m).zip(logq.iter_mut()) {
+        let mut mx = f64::NEG_INFINITY;
+        for (v, cj) in row.iter_mut().zip(c) {
+            *v += cj;
+            mx = mx.max(*v);
+        }
+        let mut sum = 0.0;
+        for v in row.iter_mut() {
+            *v = (*v - mx).exp();
+            sum += *v;
+        }
+        for v in row.iter_mut() {
+            *v /= sum;
+        }
+        *lq = mx + sum.ln() - ln_m;
+    }
+    // l now holds the responsibilities W (K×m).
+    let mut wa = vec![0.0; k * d];
+    gemm(&mut wa, &l, Op::N, a, Op::N, k, m, d, 1.0, false);
+    gemm(grad, &l, Op::N, b, Op::N, k, m, d, 1.0, false);
+    for ((g, u), w) in grad.iter_mut().zip(theta).zip(&wa) {
+        *g -= u * w;
+    }
+}
+
+/// ∂/∂loc = mean_s δ_s; ∂/∂ρ = mean_s(δ_s ⊙ ε_s) ⊙ sigmoid(ρ).
+pub fn pullback(psi: &[f64], eps: &[f64], delta: &[f64], out: &mut [f64]) {
+    let d = psi.len() / 2;
+    let s_count = (delta.len() / d).max(1) as f64;
+    out.fill(0.0);
+    let (dloc, drho) = out.split_at_mut(d);
+    for (dl, e) in delta.chunks_exact(d).zip(eps.chunks_exact(d)) {
+        for c in 0..d {
+            dloc[c] += dl[c];
+            drho[c] += dl[c] * e[c];
+        }
+    }
+    let rho = &psi[d..];
+    for c in 0..d {
+        dloc[c] /= s_count;
+        drho[c] *= sigmoid(rho[c]) / s_count;
+    }
+}
+
+/// Adds ∂/∂ρ Σ ln σ = sigmoid(ρ)/softplus(ρ) to the ρ half of `out`.
+pub fn add_entropy_grad(psi: &[f64], out: &mut [f64]) {
+    let d = psi.len() / 2;
+    for (o, r) in out[d..].iter_mut().zip(&psi[d..]) {
+        *o += sigmoid(*r) / softplus(*r);
+    }
+}
+
+/// Σ ln σ + d/2·ln(2πe).
+pub fn entropy(psi: &[f64]) -> f64 {
+    let d = psi.len() / 2;
+    psi[d..].iter().map(|r| softplus(*r).ln()).sum::<f64>() + 0.5 * d as f64 * (LN_2PI + 1.0)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::transform::inv_softplus;
+
+    fn log_normal(u: f64, mu: f64, s: f64) -> f64 {
+        -0.5 * ((u - mu) / s).powi(2) - s.ln() - 0.5 * LN_2PI
+    }
+
+    #[test]
+    fn mixture_density_matches_direct_sum_and_gradient_matches_fd() {
+        let d = 3;
+        let parts = Matrix::from_rows(&[
+            vec![0.1, -1.0, 2.0, inv_softplus(0.5), inv_softplus(1.5), inv_softplus(0.3)],
+            vec![1.0, 0.0, -0.5, inv_softplus(2.0), inv_softplus(0.7), inv_softplus(1.1)],
+        ])
+        .unwrap();
+        let theta = vec![0.3, -0.2, 1.0, 5.0, 4.0, -3.0];
+        let direct = |u: &[f64]| {
+            let comps: Vec<f64> = (0..2)
+                .map(|j| {
+                    let p = parts.row(j);
+                    (0..d).map(|c| log_normal(u[c], p[c], softplus(p[d + c]))).sum::<f64>()
+                })
+                .collect();
+            let mx = comps.iter().cloned().fold(f64::NEG_INFINITY, f64::max);
+            mx + comps.iter().map(|v| (v - mx).exp()).sum::<f64>().ln() - 2f64.ln()
+        };
+        let mut lq = vec![0.0; 2];
+        let mut g = vec![0.0; 6];
+        mixture_log_density(&parts, &theta, &mut lq, &mut g);
+        for k in 0..2 {
+            let u = &theta[k * d..(k + 1) * d];
+            assert!((lq[k] - direct(u)).abs() < 1e-10);
+            for c in 0..d {
+                let h = 1e-6;
+                let mut up = u.to_vec();
+                up[c] += h;
+                let mut dn = u.to_vec();
+                dn[c] -= h;
+                let fd = (direct(&up) - direct(&dn)) / (2.0 * h);
+                assert!((fd - g[k * d + c]).abs() < 1e-6, "k={k} c={c}");
+            }
+        }
+    }
+
+    #[test]
+    fn pullback_is_the_chain_rule() {
+        // f(θ) = Σ_s Σ_c w_c θ_sc with θ = loc + softplus(ρ) ε; check against FD in ψ.
+        let psi = vec![0.2, -0.4, 0.3, -1.0];
+        let eps = vec![0.5, -1.2, 1.5, 0.1, -0.3, 0.8];
+        let w = [1.3, -0.7];
+        let f = |p: &[f64]| {
+            let mut th = vec![0.0; 6];
+            sample(p, &eps, &mut th);
+            th.chunks_exact(2).map(|t| t[0] * w[0] + t[1] * w[1]).sum::<f64>() / 3.0
+        };
+        let delta: Vec<f64> = (0..3).flat_map(|_| w).collect();
+        let mut out = vec![0.0; 4];
+        pullback(&psi, &eps, &delta, &mut out);
+        for i in 0..4 {
+            let h = 1e-6;
+            let mut up = psi.clone();
+            up[i] += h;
+            let mut dn = psi.clone();
+            dn[i] -= h;
+            assert!(((f(&up) - f(&dn)) / (2.0 * h) - out[i]).abs() < 1e-7);
+        }
+    }
+}

@@ -1,0 +1,248 @@
+//! The Stein engine ([`SteinVi`]): SMI, and SVGD/ASVGD as presets of it (spec §2, §4).
+//!
+//! One step: draw ε, θ = guide.sample(ψ, ε), evaluate the model on all m·S draws in one batched
+//! call, form the per-particle ELBO gradients ĝ with the stop-gradient mixture denominator,
+//! build the kernel on ψ, and move ψ along φ = c·Σ_i k(ψ_i, ψ_ℓ)ĝ_i + (α/m)Σ_i ∇_{ψ_i}k(ψ_i, ψ_ℓ)
+//! (c = 1/m with paper normalisation, 1 with NumPyro's).
+
+pub(crate) mod force;
+pub mod settings;
+
+pub use settings::{AttractionNorm, GradientReuse, SteinSettings};
+
+use std::sync::Mutex;
+
+use rand::SeedableRng;
+use rand_chacha::ChaCha8Rng;
+
+use crate::data::{Batch, Batcher};
+use crate::engine::{Engine, NonFinitePolicy, State, StepInfo};
+use crate::error::{Error, Result};
+use crate::kernel::Kernel;
+use crate::layout::Layout;
+use crate::matrix::Matrix;
+use crate::model::LogDensity;
+use crate::predictive::Posterior;
+
+/// The Stein mixture engine over a model `M`.
+///
+/// ```
+/// use smi::{models::DiagNormal, run, NoObserver, Engine, RunSettings, SteinSettings, SteinVi};
+/// let target = DiagNormal::standard(2)?;
+/// let mut settings = SteinSettings::smi();
+/// settings.num_particles = 1;
+/// settings.num_elbo_particles = 50;
+/// let engine = SteinVi::new(&target, settings)?;
+/// let fit = run(&engine, engine.init()?, &RunSettings::steps(1500), &mut NoObserver)?;
+/// let var = engine.posterior(&fit.state).marginal_variance();
+/// assert!(var.iter().all(|v| (v - 1.0).abs() < 0.2));
+/// # Ok::<(), smi::Error>(())
+/// ```
+pub struct SteinVi<'a, M: LogDensity + ?Sized> {
+    model: &'a M,
+    settings: SteinSettings,
+    kernel: Box<dyn Kernel>,
+    layout: Layout,
+    batcher: Batcher,
+    name: String,
+    scratch: Mutex<force::Scratch>,
+}
+
+impl<'a, M: LogDensity + ?Sized> SteinVi<'a, M> {
+    /// An engine for `model` with `settings` (validated).
+    ///
+    /// # Errors
+    /// [`Error::InvalidSettings`] from [`SteinSettings::validate`], or when the batch size
+    /// exceeds the model's data.
+    pub fn new(model: &'a M, settings: SteinSettings) -> Result<Self> {
+        settings.validate()?;
+        if model.dim() == 0 {
+            return Err(Error::invalid("dim", "the model has no parameters"));
+        }
+        let n = model.num_data();
+        if let Some(b) = settings.batch_size {
+            if n > 0 && b > n {
+                return Err(Error::invalid(
+                    "batch_size",
+                    format!("{b} exceeds the model's {n} data rows"),
+                ));
+            }
+        }
+        let kernel = settings.kernel.build()?;
+        let layout = settings.guide.layout(&model.layout());
+        let name = match (settings.guide, settings.schedule) {
+            (crate::GuideSettings::Delta, crate::Schedule::Cyclical { .. }) => "asvgd",
+            (crate::GuideSettings::Delta, _) => "svgd",
+            _ => "smi",
+        }
+        .to_string();
+        Ok(SteinVi {
+            model,
+            batcher: Batcher::new(n, settings.batch_size),
+            settings,
+            kernel,
+            layout,
+            name,
+            scratch: Mutex::new(force::Scratch::default()),
+        })
+    }
+
+    /// The settings.
+    pub fn settings(&self) -> &SteinSettings {
+        &self.settings
+    }
+
+    /// The names of a particle's columns.
+    pub fn particle_layout(&self) -> &Layout {
+        &self.layout
+    }
+
+    /// The Stein force φ (m×p) at the current particles, with the ELBO estimate, drawing noise
+    /// and batches from `state.rng` (the state's particles are not changed).
+    ///
+    /// # Errors
+    /// As [`Engine::step`], and [`Error::NonFinite`] for a non-finite model value.
+    pub fn force(&self, state: &mut State, rows: Option<&[usize]>) -> Result<(Matrix, f64)> {
+        let st = &self.settings;
+        let m = state.particles.rows();
+        let d = self.model.dim();
+        let s = st.num_elbo_particles;
+        let groups = match st.gradient_reuse {
+            crate::GradientReuse::Shared => 1,
+            crate::GradientReuse::PerPair => m,
+        };
+        let k = groups * m * s;
+        let mut eps = vec![0.0; k * st.guide.noise_dim(d)];
+        st.guide.draw_noise(&mut state.rng, &mut eps);
+        let mut batch = match rows {
+            None => self.batcher.draw(&mut state.rng, k),
+            Some(r) => Batch::shared(r.to_vec(), self.model.num_data()),
+        };
+        batch.jacobian = st.jacobian;
+        batch.validate(self.model.num_data(), k)?;
+        let tau = st.loss_temperature * st.schedule.value(state.step);
+        let (ghats, elbo) = {
+            let mut scratch = self
+                .scratch
+                .lock()
+                .map_err(|_| Error::Data("scratch buffer poisoned by an earlier panic".into()))?;
+            force::elbo_gradients(
+                self.model,
+                &st.guide,
+                &state.particles,
+                &eps,
+                &batch,
+                tau,
+                s,
+                groups,
+                &mut scratch,
+            )?
+        };
+        let gram = self.kernel.compute(&state.particles, &self.layout)?;
+        let mut phi = match st.gradient_reuse {
+            crate::GradientReuse::Shared => gram.weights.attract(&ghats[0]),
+            crate::GradientReuse::PerPair => {
+                let mut a = Matrix::zeros(m, state.particles.cols());
+                for (l, g) in ghats.iter().enumerate() {
+                    let al = gram.weights.attract(g);
+                    a.row_mut(l).copy_from_slice(al.row(l));
+                }
+                a
+            }
+        };
+        let c_att = match st.attraction {
+            AttractionNorm::Paper => 1.0 / m as f64,
+            AttractionNorm::Numpyro => 1.0,
+        };
+        let c_rep = st.repulsion_temperature / m as f64;
+        for (f, r) in phi
+            .as_mut_slice()
+            .iter_mut()
+            .zip(gram.repulsion.as_slice())
+        {
+            *f = c_att * *f + c_rep * r;
+        }
+        Ok((phi, elbo))
+    }
+}
+
+impl<M: LogDensity + ?Sized> Engine for SteinVi<'_, M> {
+    fn name(&self) -> &str {
+        &self.name
+    }
+
+    fn init(&self) -> Result<State> {
+        let st = &self.settings;
+        let mut rng = ChaCha8Rng::seed_from_u64(st.seed);
+        let p = st.guide.param_dim(self.model.dim());
+        let mut particles = Matrix::zeros(st.num_particles, p);
+        for i in 0..st.num_particles {
+            st.guide
+                .init_particle(self.model, &st.init, &mut rng, particles.row_mut(i))?;
+        }
+        Ok(State {
+            optimizer: st.optimizer.init(st.num_particles * p),
+            particles,
+            rng,
+            step: 0,
+            skipped_steps: 0,
+            early_stop: Default::default(),
+            fingerprint: self.fingerprint(),
+        })
+    }
+
+    fn step(&self, state: &mut State, rows: Option<&[usize]>) -> Result<StepInfo> {
+        let p = self.settings.guide.param_dim(self.model.dim());
+        if state.particles.cols() != p || state.particles.rows() != self.settings.num_particles {
+            return Err(Error::shape(
+                "state particles",
+                format!("{}×{p}", self.settings.num_particles),
+                format!("{}×{}", state.particles.rows(), state.particles.cols()),
+            ));
+        }
+        let result = self.force(state, rows).and_then(|(phi, elbo)| {
+            if phi.is_finite() {
+                Ok((phi, elbo))
+            } else {
+                Err(Error::non_finite(format!("Stein force at step {}", state.step)))
+            }
+        });
+        state.step += 1;
+        match result {
+            Ok((phi, elbo)) => {
+                let loss = phi.frobenius_norm();
+                let neg: Vec<f64> = phi.as_slice().iter().map(|v| -v).collect();
+                state.optimizer.step(
+                    &self.settings.optimizer,
+                    state.particles.as_mut_slice(),
+                    &neg,
+                )?;
+                Ok(StepInfo::new(loss, elbo, false))
+            }
+            Err(e) if e.is_recoverable() && self.settings.on_non_finite == NonFinitePolicy::Skip => {
+                state.skipped_steps += 1;
+                Ok(StepInfo::new(f64::NAN, f64::NAN, true))
+            }
+            Err(e) => Err(e),
+        }
+    }
+
+    fn posterior(&self, state: &State) -> Posterior {
+        Posterior {
+            guide: self.settings.guide,
+            particles: state.particles.clone(),
+            dim: self.model.dim(),
+        }
+    }
+
+    fn fingerprint(&self) -> String {
+        let settings = serde_json::to_string(&self.settings).unwrap_or_default();
+        format!(
+            "{} d={} N={} {}",
+            self.name,
+            self.model.dim(),
+            self.model.num_data(),
+            settings
+        )
+    }
+}

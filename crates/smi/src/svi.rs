@@ -1,0 +1,257 @@
+//! The SVI engine ([`Svi`]): mean-field VI (OVI, Normal guide) and MAP (Delta guide), spec §5.
+//!
+//! OVI follows the full reparameterised ELBO gradient (Trace_ELBO: path derivative plus the
+//! guide's entropy gradient), not the sticking-the-landing estimator SMI uses; MAP ascends
+//! log p(T(u), D) without the log-Jacobian (the mode in constrained space).
+
+use rand::SeedableRng;
+use rand_chacha::ChaCha8Rng;
+use serde::{Deserialize, Serialize};
+
+use crate::data::{Batch, Batcher};
+use crate::engine::{Engine, NonFinitePolicy, State, StepInfo};
+use crate::error::{Error, Result};
+use crate::guide::{GuideSettings, Init};
+use crate::matrix::Matrix;
+use crate::model::LogDensity;
+use crate::optim::OptimizerSettings;
+use crate::predictive::Posterior;
+
+/// Settings of [`Svi`].
+///
+/// Defaults ([`SviSettings::ovi`]): Normal guide (init scale 0.1), uniform init radius 2, one
+/// ELBO draw per step, Adam(1e-3), full batch, Jacobian included, non-finite steps skipped,
+/// seed 0.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct SviSettings {
+    /// Normal (OVI) or Delta (MAP).
+    pub guide: GuideSettings,
+    /// S, ELBO draws per step (ignored for Delta: one evaluation).
+    pub num_elbo_particles: usize,
+    /// How the initial location is drawn.
+    pub init: Init,
+    /// The optimizer receiving −∇ELBO.
+    pub optimizer: OptimizerSettings,
+    /// Mini-batch size b (`None`: full batch).
+    pub batch_size: Option<usize>,
+    /// Include the log-Jacobian of constrained latents (must be `true` for Normal; MAP uses
+    /// `false`).
+    pub jacobian: bool,
+    /// What to do with a non-finite step.
+    pub on_non_finite: NonFinitePolicy,
+    /// Seed of the state's RNG.
+    pub seed: u64,
+}
+
+impl Default for SviSettings {
+    fn default() -> Self {
+        SviSettings::ovi()
+    }
+}
+
+impl SviSettings {
+    /// Mean-field VI with the defaults listed on [`SviSettings`].
+    pub fn ovi() -> Self {
+        SviSettings {
+            guide: GuideSettings::normal(),
+            num_elbo_particles: 1,
+            init: Init::default(),
+            optimizer: OptimizerSettings::adam(1e-3),
+            batch_size: None,
+            jacobian: true,
+            on_non_finite: NonFinitePolicy::Skip,
+            seed: 0,
+        }
+    }
+
+    /// MAP: Delta guide, no log-Jacobian, otherwise as [`SviSettings::ovi`].
+    pub fn map() -> Self {
+        SviSettings {
+            guide: GuideSettings::Delta,
+            jacobian: false,
+            ..SviSettings::ovi()
+        }
+    }
+
+    /// Checks every field.
+    ///
+    /// # Errors
+    /// [`Error::InvalidSettings`] naming the field.
+    pub fn validate(&self) -> Result<()> {
+        if self.num_elbo_particles == 0 {
+            return Err(Error::invalid("num_elbo_particles", "needs at least one draw"));
+        }
+        if self.batch_size == Some(0) {
+            return Err(Error::invalid("batch_size", "must be at least 1"));
+        }
+        if !self.jacobian && matches!(self.guide, GuideSettings::Normal { .. }) {
+            return Err(Error::invalid(
+                "jacobian",
+                "the Normal guide's density needs the log-Jacobian of constrained latents",
+            ));
+        }
+        self.guide.validate()?;
+        self.init.validate()?;
+        self.optimizer.validate()
+    }
+}
+
+/// The SVI engine over a model `M` (one "particle": the guide's parameters).
+pub struct Svi<'a, M: LogDensity + ?Sized> {
+    model: &'a M,
+    settings: SviSettings,
+    batcher: Batcher,
+}
+
+impl<'a, M: LogDensity + ?Sized> Svi<'a, M> {
+    /// An engine for `model` with `settings` (validated).
+    ///
+    /// # Errors
+    /// From [`SviSettings::validate`]; a batch size larger than the data.
+    pub fn new(model: &'a M, settings: SviSettings) -> Result<Self> {
+        settings.validate()?;
+        if model.dim() == 0 {
+            return Err(Error::invalid("dim", "the model has no parameters"));
+        }
+        let n = model.num_data();
+        if let (Some(b), true) = (settings.batch_size, n > 0) {
+            if b > n {
+                return Err(Error::invalid(
+                    "batch_size",
+                    format!("{b} exceeds the model's {n} data rows"),
+                ));
+            }
+        }
+        Ok(Svi {
+            model,
+            batcher: Batcher::new(n, settings.batch_size),
+            settings,
+        })
+    }
+
+    /// The settings.
+    pub fn settings(&self) -> &SviSettings {
+        &self.settings
+    }
+
+    fn draws(&self) -> usize {
+        match self.settings.guide {
+            GuideSettings::Normal { .. } => self.settings.num_elbo_particles,
+            GuideSettings::Delta => 1,
+        }
+    }
+
+    /// ∇_ψ ELBO (length p) and the ELBO estimate, drawing noise from `state.rng`.
+    fn gradient(&self, state: &mut State, rows: Option<&[usize]>) -> Result<(Vec<f64>, f64)> {
+        let st = &self.settings;
+        let d = self.model.dim();
+        let s = self.draws();
+        let psi = state.particles.row(0).to_vec();
+        let mut eps = vec![0.0; s * st.guide.noise_dim(d)];
+        st.guide.draw_noise(&mut state.rng, &mut eps);
+        let mut batch = match rows {
+            None => self.batcher.draw(&mut state.rng, s),
+            Some(r) => Batch::shared(r.to_vec(), self.model.num_data()),
+        };
+        batch.jacobian = st.jacobian;
+        batch.validate(self.model.num_data(), s)?;
+        let mut theta = vec![0.0; s * d];
+        st.guide.sample(&psi, &eps, &mut theta);
+        let mut logp = vec![0.0; s];
+        let mut grad = vec![0.0; s * d];
+        self.model
+            .log_density_and_grad(&theta, &batch, &mut logp, &mut grad)?;
+        if logp.iter().chain(&grad).any(|v| !v.is_finite()) {
+            return Err(Error::non_finite(format!(
+                "model log density or gradient at step {}",
+                state.step
+            )));
+        }
+        let mut g = vec![0.0; psi.len()];
+        st.guide.pullback(&psi, &eps, &grad, &mut g);
+        st.guide.add_entropy_grad(&psi, &mut g);
+        let elbo = logp.iter().sum::<f64>() / s as f64 + st.guide.entropy(&psi);
+        Ok((g, elbo))
+    }
+}
+
+impl<M: LogDensity + ?Sized> Engine for Svi<'_, M> {
+    fn name(&self) -> &str {
+        match self.settings.guide {
+            GuideSettings::Normal { .. } => "ovi",
+            GuideSettings::Delta => "map",
+        }
+    }
+
+    fn init(&self) -> Result<State> {
+        let st = &self.settings;
+        let mut rng = ChaCha8Rng::seed_from_u64(st.seed);
+        let p = st.guide.param_dim(self.model.dim());
+        let mut particles = Matrix::zeros(1, p);
+        st.guide
+            .init_particle(self.model, &st.init, &mut rng, particles.row_mut(0))?;
+        Ok(State {
+            optimizer: st.optimizer.init(p),
+            particles,
+            rng,
+            step: 0,
+            skipped_steps: 0,
+            early_stop: Default::default(),
+            fingerprint: self.fingerprint(),
+        })
+    }
+
+    fn step(&self, state: &mut State, rows: Option<&[usize]>) -> Result<StepInfo> {
+        let p = self.settings.guide.param_dim(self.model.dim());
+        if state.particles.cols() != p || state.particles.rows() != 1 {
+            return Err(Error::shape(
+                "state particles",
+                format!("1×{p}"),
+                format!("{}×{}", state.particles.rows(), state.particles.cols()),
+            ));
+        }
+        let result = self.gradient(state, rows).and_then(|(g, elbo)| {
+            if g.iter().all(|v| v.is_finite()) && elbo.is_finite() {
+                Ok((g, elbo))
+            } else {
+                Err(Error::non_finite(format!("ELBO gradient at step {}", state.step)))
+            }
+        });
+        state.step += 1;
+        match result {
+            Ok((g, elbo)) => {
+                let neg: Vec<f64> = g.iter().map(|v| -v).collect();
+                state.optimizer.step(
+                    &self.settings.optimizer,
+                    state.particles.as_mut_slice(),
+                    &neg,
+                )?;
+                Ok(StepInfo::new(-elbo, elbo, false))
+            }
+            Err(e) if e.is_recoverable() && self.settings.on_non_finite == NonFinitePolicy::Skip => {
+                state.skipped_steps += 1;
+                Ok(StepInfo::new(f64::NAN, f64::NAN, true))
+            }
+            Err(e) => Err(e),
+        }
+    }
+
+    fn posterior(&self, state: &State) -> Posterior {
+        Posterior {
+            guide: self.settings.guide,
+            particles: state.particles.clone(),
+            dim: self.model.dim(),
+        }
+    }
+
+    fn fingerprint(&self) -> String {
+        let settings = serde_json::to_string(&self.settings).unwrap_or_default();
+        format!(
+            "{} d={} N={} {}",
+            self.name(),
+            self.model.dim(),
+            self.model.num_data(),
+            settings
+        )
+    }
+}
