@@ -131,7 +131,7 @@ impl Batcher {
         let b = self.batch_size;
         let mut rows = Vec::with_capacity(b * num_draws);
         for _ in 0..num_draws {
-            rows.extend(rand::seq::index::sample(rng, self.num_data, b).into_iter());
+            rows.extend(rand::seq::index::sample(rng, self.num_data, b));
         }
         Batch {
             rows: Rows::PerDraw { size: b, rows },

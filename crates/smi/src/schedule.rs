@@ -52,7 +52,7 @@ impl Schedule {
                     format!("{total_steps} steps cannot hold {num_cycles} cycles"),
                 ));
             }
-            if !(transition_speed > 0.0) {
+            if transition_speed.is_nan() || transition_speed <= 0.0 {
                 return Err(Error::invalid("transition_speed", "must be positive"));
             }
         }

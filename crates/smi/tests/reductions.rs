@@ -38,7 +38,13 @@ fn one_particle_smi_and_ovi_reach_the_exact_mean_field_posterior() {
     s.optimizer = OptimizerSettings::adam(0.01);
     s.seed = 1;
     let e = SteinVi::new(&model, s).unwrap();
-    let fit = run(&e, e.init().unwrap(), &RunSettings::steps(4000), &mut NoObserver).unwrap();
+    let fit = run(
+        &e,
+        e.init().unwrap(),
+        &RunSettings::steps(4000),
+        &mut NoObserver,
+    )
+    .unwrap();
     let smi_post = e.posterior(&fit.state);
 
     let mut o = SviSettings::ovi();
@@ -46,12 +52,23 @@ fn one_particle_smi_and_ovi_reach_the_exact_mean_field_posterior() {
     o.optimizer = OptimizerSettings::adam(0.01);
     o.seed = 2;
     let e = Svi::new(&model, o).unwrap();
-    let fit = run(&e, e.init().unwrap(), &RunSettings::steps(4000), &mut NoObserver).unwrap();
+    let fit = run(
+        &e,
+        e.init().unwrap(),
+        &RunSettings::steps(4000),
+        &mut NoObserver,
+    )
+    .unwrap();
     let ovi_post = e.posterior(&fit.state);
 
     for post in [&smi_post, &ovi_post] {
         for c in 0..2 {
-            assert!((post.mean()[c] - mean[c]).abs() < 0.01, "{:?} vs {:?}", post.mean(), mean);
+            assert!(
+                (post.mean()[c] - mean[c]).abs() < 0.01,
+                "{:?} vs {:?}",
+                post.mean(),
+                mean
+            );
             let sd = post.scales().get(0, c);
             assert!((sd / mf_sd[c] - 1.0).abs() < 0.05, "σ {sd} vs {}", mf_sd[c]);
         }
@@ -70,13 +87,25 @@ fn one_particle_svgd_is_map() {
     s.init = smi::Init::Uniform { radius: 2.0 };
     s.optimizer = OptimizerSettings::adam(0.01);
     let e = SteinVi::new(&model, s).unwrap();
-    let fit = run(&e, e.init().unwrap(), &RunSettings::steps(3000), &mut NoObserver).unwrap();
+    let fit = run(
+        &e,
+        e.init().unwrap(),
+        &RunSettings::steps(3000),
+        &mut NoObserver,
+    )
+    .unwrap();
     let svgd = e.posterior(&fit.state).mean();
 
     let mut m = SviSettings::map();
     m.optimizer = OptimizerSettings::adam(0.01);
     let e = Svi::new(&model, m).unwrap();
-    let fit = run(&e, e.init().unwrap(), &RunSettings::steps(3000), &mut NoObserver).unwrap();
+    let fit = run(
+        &e,
+        e.init().unwrap(),
+        &RunSettings::steps(3000),
+        &mut NoObserver,
+    )
+    .unwrap();
     let map = e.posterior(&fit.state).mean();
     for c in 0..2 {
         assert!((svgd[c] - mean[c]).abs() < 1e-4, "{svgd:?} vs {mean:?}");

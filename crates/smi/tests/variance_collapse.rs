@@ -12,7 +12,13 @@ fn smi_one_particle(d: usize) -> (Vec<f64>, Vec<f64>) {
     s.optimizer = OptimizerSettings::adam(0.05);
     s.seed = 7;
     let e = SteinVi::new(&target, s).unwrap();
-    let fit = run(&e, e.init().unwrap(), &RunSettings::steps(3000), &mut NoObserver).unwrap();
+    let fit = run(
+        &e,
+        e.init().unwrap(),
+        &RunSettings::steps(3000),
+        &mut NoObserver,
+    )
+    .unwrap();
     let post = e.posterior(&fit.state);
     (post.mean(), post.scales().row(0).to_vec())
 }
@@ -34,7 +40,13 @@ fn one_particle_smi_recovers_the_standard_normal() {
 fn mean_variance(settings: SteinSettings, d: usize, steps: u64) -> f64 {
     let target = DiagNormal::standard(d).unwrap();
     let e = SteinVi::new(&target, settings).unwrap();
-    let fit = run(&e, e.init().unwrap(), &RunSettings::steps(steps), &mut NoObserver).unwrap();
+    let fit = run(
+        &e,
+        e.init().unwrap(),
+        &RunSettings::steps(steps),
+        &mut NoObserver,
+    )
+    .unwrap();
     let v = e.posterior(&fit.state).marginal_variance();
     v.iter().sum::<f64>() / d as f64
 }

@@ -36,8 +36,8 @@ impl BayesLinReg {
         if x.rows() != y.len() {
             return Err(Error::shape("BayesLinReg y", x.rows(), y.len()));
         }
-        for i in 0..x.rows() {
-            if !y[i].is_finite() || x.row(i).iter().any(|v| !v.is_finite()) {
+        for (i, (row, yi)) in x.iter_rows().zip(&y).enumerate() {
+            if !yi.is_finite() || row.iter().any(|v| !v.is_finite()) {
                 return Err(Error::Data(format!("row {i} has a non-finite value")));
             }
         }

@@ -98,7 +98,7 @@ impl OptimizerSettings {
             OptimizerSettings::Adam { b1, b2, eps, .. } => {
                 unit("b1", b1)?;
                 unit("b2", b2)?;
-                if !(eps > 0.0) {
+                if eps.is_nan() || eps <= 0.0 {
                     return Err(Error::invalid("eps", format!("must be positive, got {eps}")));
                 }
             }

@@ -91,3 +91,159 @@ pub(crate) fn elbo_gradients<M: LogDensity + ?Sized>(
     }
     Ok((out, elbo))
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::model::FnDensity;
+    use crate::transform::inv_softplus;
+
+    const LN_2PI: f64 = 1.837_877_066_409_345_5;
+
+    fn log_n(x: f64, mu: f64, s: f64) -> f64 {
+        -0.5 * ((x - mu) / s).powi(2) - s.ln() - 0.5 * LN_2PI
+    }
+
+    /// z ~ N(0, 1), obs = 2 ~ N(z, 1), as an unnormalised joint with gradient.
+    fn model() -> FnDensity<impl Fn(&[f64], &mut [f64]) -> f64 + Send + Sync> {
+        FnDensity::new(1, |z: &[f64], g: &mut [f64]| {
+            g[0] = -z[0] + (2.0 - z[0]);
+            log_n(z[0], 0.0, 1.0) + log_n(2.0, z[0], 1.0)
+        })
+    }
+
+    #[test]
+    fn elbo_term_matches_spec_12_3() {
+        // Spec §12.3: guide N(x, 1), particles x = (−1, 0.5, 3); one draw per particle.
+        // Each draw's term is log N(z;0,1) + log N(2;z,1) − [logsumexp_j log N(z;x_j,1) − ln 3].
+        let r1 = inv_softplus(1.0);
+        let parts =
+            Matrix::from_rows(&[vec![-1.0, r1], vec![0.5, r1], vec![3.0, r1]]).unwrap();
+        let eps = vec![0.3, -1.1, 0.7];
+        let guide = GuideSettings::normal();
+        let mut sc = Scratch::default();
+        let (_, elbo) = elbo_gradients(
+            &model(), &guide, &parts, &eps, &Batch::full(), 1.0, 1, 1, &mut sc,
+        )
+        .unwrap();
+        let xs = [-1.0, 0.5, 3.0];
+        let want: f64 = (0..3)
+            .map(|i| {
+                let z = xs[i] + eps[i];
+                let comps: Vec<f64> = xs.iter().map(|x| log_n(z, *x, 1.0)).collect();
+                let mx = comps.iter().cloned().fold(f64::NEG_INFINITY, f64::max);
+                let lse = mx + comps.iter().map(|c| (c - mx).exp()).sum::<f64>().ln();
+                log_n(z, 0.0, 1.0) + log_n(2.0, z, 1.0) - (lse - 3f64.ln())
+            })
+            .sum::<f64>()
+            / 3.0;
+        assert!((elbo - want).abs() < 1e-9, "{elbo} vs {want}");
+    }
+
+    #[test]
+    fn attraction_gradient_equals_finite_differences_under_common_random_numbers() {
+        // ĝ_i is the exact derivative, for fixed ε, of the component ELBO with the mixture's
+        // parameters held constant (the stop-gradient of spec §2.2). Check every coordinate of
+        // every particle with central differences (h = 1e-5, error O(h²) ≈ 1e-10).
+        let d = 2;
+        let target = FnDensity::new(d, |x: &[f64], g: &mut [f64]| {
+            // A skewed, correlated density: log p = −x0²/2 − (x1 − x0²/2)²/2 − 0.1·x1⁴/4
+            let u = x[1] - 0.5 * x[0] * x[0];
+            g[0] = -x[0] + u * x[0];
+            g[1] = -u - 0.1 * x[1].powi(3);
+            -0.5 * x[0] * x[0] - 0.5 * u * u - 0.025 * x[1].powi(4)
+        });
+        let parts = Matrix::from_rows(&[
+            vec![0.3, -0.2, inv_softplus(0.7), inv_softplus(1.2)],
+            vec![-0.8, 0.9, inv_softplus(0.4), inv_softplus(0.9)],
+            vec![1.1, 0.4, inv_softplus(1.5), inv_softplus(0.3)],
+        ])
+        .unwrap();
+        let s = 4;
+        let eps: Vec<f64> = (0..3 * s * d).map(|i| ((i as f64) * 1.7).sin() * 1.3).collect();
+        let guide = GuideSettings::normal();
+        let mut sc = Scratch::default();
+        let (g, _) = elbo_gradients(
+            &target, &guide, &parts, &eps, &Batch::full(), 1.0, s, 1, &mut sc,
+        )
+        .unwrap();
+        let g = &g[0];
+        // ℓ_i(ψ_i) with the denominator's particles fixed at `parts`.
+        let ell = |i: usize, psi: &[f64]| {
+            let mut theta = vec![0.0; s * d];
+            guide.sample(psi, &eps[i * s * d..(i + 1) * s * d], &mut theta);
+            let mut lp = vec![0.0; s];
+            let mut gr = vec![0.0; s * d];
+            target
+                .log_density_and_grad(&theta, &Batch::full(), &mut lp, &mut gr)
+                .unwrap();
+            let mut lq = vec![0.0; s];
+            guide.mixture_log_density(&parts, &theta, &mut lq, &mut gr);
+            lp.iter().zip(&lq).map(|(a, b)| a - b).sum::<f64>() / s as f64
+        };
+        for i in 0..3 {
+            for c in 0..2 * d {
+                let h = 1e-5;
+                let mut up = parts.row(i).to_vec();
+                up[c] += h;
+                let mut dn = parts.row(i).to_vec();
+                dn[c] -= h;
+                let fd = (ell(i, &up) - ell(i, &dn)) / (2.0 * h);
+                assert!((fd - g.get(i, c)).abs() < 1e-7, "i={i} c={c}: {fd} vs {}", g.get(i, c));
+            }
+        }
+    }
+
+    #[test]
+    fn attraction_is_unbiased_for_the_full_mixture_elbo_gradient() {
+        // E[ĝ_ℓ] = m·∇_{ψ_ℓ} L (spec §2.2): the dropped denominator term integrates to zero. With
+        // common random numbers and S = 40 000 draws per particle, compare ĝ_ℓ/m with central
+        // differences of the full mixture ELBO L(ψ) (denominator not held fixed). The dropped
+        // term's Monte-Carlo sd at this S was measured ≤ 0.002 here; tolerance 0.01 = 5 sd.
+        let d = 1;
+        let target = FnDensity::new(d, |x: &[f64], g: &mut [f64]| {
+            g[0] = -(x[0] - 0.5) / 0.8;
+            -0.5 * (x[0] - 0.5).powi(2) / 0.8
+        });
+        let parts = Matrix::from_rows(&[
+            vec![-0.6, inv_softplus(0.5)],
+            vec![0.4, inv_softplus(0.9)],
+        ])
+        .unwrap();
+        let s = 40_000;
+        let m = 2;
+        let mut rng = <rand_chacha::ChaCha8Rng as rand::SeedableRng>::seed_from_u64(11);
+        let guide = GuideSettings::normal();
+        let mut eps = vec![0.0; m * s * d];
+        guide.draw_noise(&mut rng, &mut eps);
+        let mut sc = Scratch::default();
+        let (g, _) = elbo_gradients(
+            &target, &guide, &parts, &eps, &Batch::full(), 1.0, s, 1, &mut sc,
+        )
+        .unwrap();
+        let full_l = |ps: &Matrix| {
+            let mut theta = vec![0.0; m * s * d];
+            for i in 0..m {
+                guide.sample(ps.row(i), &eps[i * s..(i + 1) * s], &mut theta[i * s..(i + 1) * s]);
+            }
+            let mut lp = vec![0.0; m * s];
+            let mut gr = vec![0.0; m * s];
+            target.log_density_and_grad(&theta, &Batch::full(), &mut lp, &mut gr).unwrap();
+            let mut lq = vec![0.0; m * s];
+            guide.mixture_log_density(ps, &theta, &mut lq, &mut gr);
+            lp.iter().zip(&lq).map(|(a, b)| a - b).sum::<f64>() / (m * s) as f64
+        };
+        for l in 0..m {
+            for c in 0..2 {
+                let h = 1e-5;
+                let mut up = parts.clone();
+                up.set(l, c, parts.get(l, c) + h);
+                let mut dn = parts.clone();
+                dn.set(l, c, parts.get(l, c) - h);
+                let fd = (full_l(&up) - full_l(&dn)) / (2.0 * h);
+                let est = g[0].get(l, c) / m as f64;
+                assert!((fd - est).abs() < 0.01, "l={l} c={c}: FD {fd} vs ĝ/m {est}");
+            }
+        }
+    }
+}
