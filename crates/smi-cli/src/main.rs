@@ -1,1 +1,40 @@
-fn main() {}
+//! `smi`: reproduce the ELBOing-Stein experiments, benchmark the engines, fit users' data.
+
+mod bench;
+mod progress;
+mod records;
+mod report;
+mod tasks;
+
+use clap::{Parser, Subcommand};
+
+/// Stein Mixture Inference: reproduce the paper's experiments, benchmark, fit data.
+#[derive(Parser, Debug)]
+#[command(name = "smi", version, about, long_about = None)]
+struct Cli {
+    #[command(subcommand)]
+    command: Command,
+}
+
+#[derive(Subcommand, Debug)]
+enum Command {
+    /// Run one of the paper's experiments; records go to `<out>/<experiment>.jsonl`, tables and
+    /// figures next to them.
+    Reproduce {
+        #[command(subcommand)]
+        experiment: tasks::Experiment,
+    },
+    /// Rebuild every table and figure from the records in `--out`.
+    Report(report::Args),
+    /// Time one step of an engine on a named configuration; prints one JSON line.
+    Bench(bench::Args),
+}
+
+fn main() -> anyhow::Result<()> {
+    let cli = Cli::parse();
+    match cli.command {
+        Command::Reproduce { experiment } => tasks::run(experiment),
+        Command::Report(args) => report::run(&args),
+        Command::Bench(args) => bench::run(&args),
+    }
+}
