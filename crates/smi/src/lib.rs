@@ -36,3 +36,5 @@ pub use schedule::Schedule;
 pub use transform::Transform;
 pub mod engine;
 pub use engine::{LossTrace, NoObserver, Observer, Progress};
+pub mod nuts;
+pub use nuts::{Nuts, NutsResult, NutsSettings};
