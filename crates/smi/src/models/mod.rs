@@ -1,1 +1,9 @@
 //! Built-in models with analytic gradients. One file per model family.
+
+pub mod bnn_classifier;
+pub mod bnn_regression;
+pub mod mlp;
+
+pub use bnn_classifier::BnnClassifier;
+pub use bnn_regression::{BnnRegression, Noise, RegressionPrediction};
+pub use mlp::{Activation, Head, Mlp, MlpFloat, Precision};

@@ -1,0 +1,755 @@
+//! A multi-layer perceptron over many parameter draws at once, with a hand-written backward pass.
+//!
+//! The network for draw k reads its weights straight from row k of θ (K×d, row-major) at fixed
+//! offsets given by [`Mlp::layout`]: `layer1.weight` `[in, h1]`, `layer1.bias` `[h1]`, …,
+//! `out.weight` `[h_last, out]`, `out.bias` `[out]`. Hidden layers apply the activation, the
+//! output layer is linear: `f(x) = act(…act(x·W1 + b1)…)·W_out + b_out` (spec §7.2–7.4).
+//!
+//! Draws are split into contiguous chunks evaluated in parallel with rayon; each chunk allocates
+//! its scratch buffers once, and the matrix products go through [`crate::linalg::gemm`]
+//! (sequential faer). The arithmetic runs in `f32` (fast, the default of the built-in models) or
+//! `f64` (exact, used by the gradient tests); log densities are always accumulated in `f64`.
+
+use std::ops::{Add, AddAssign, Mul, MulAssign, Sub};
+
+use rayon::prelude::*;
+use serde::{Deserialize, Serialize};
+
+use crate::data::{Batch, Rows};
+use crate::error::{Error, Result};
+use crate::layout::Layout;
+use crate::linalg::{gemm, Op};
+use crate::matrix::Matrix;
+use crate::model::check_shapes;
+
+/// ln √(2π).
+pub(crate) const LN_SQRT_2PI: f64 = 0.918_938_533_204_672_8;
+
+/// The hidden-layer nonlinearity.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub enum Activation {
+    /// tanh (the wave and MNIST networks, spec §7.2, §7.4).
+    Tanh,
+    /// max(0, x) (the UCI networks, spec §7.3).
+    Relu,
+}
+
+/// The floating-point type the network arithmetic runs in.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize, Default)]
+pub enum Precision {
+    /// `f32` arithmetic with a vectorised tanh (relative error ≈ 1e-7); the default.
+    #[default]
+    F32,
+    /// `f64` arithmetic with the exact tanh; slower, used to check gradients.
+    F64,
+}
+
+/// A scalar type the network can run in: implemented for `f32` and `f64`.
+pub trait MlpFloat:
+    faer::traits::ComplexField
+    + Copy
+    + Send
+    + Sync
+    + PartialOrd
+    + Add<Output = Self>
+    + Sub<Output = Self>
+    + Mul<Output = Self>
+    + AddAssign
+    + MulAssign
+    + 'static
+{
+    /// 0.
+    const ZERO: Self;
+    /// 1.
+    const ONE: Self;
+    /// Rounds an `f64` to this type.
+    fn of_f64(v: f64) -> Self;
+    /// Widens to `f64`.
+    fn to_f64(self) -> f64;
+    /// Replaces every entry of `xs` by its tanh.
+    fn tanh_in_place(xs: &mut [Self]);
+}
+
+impl MlpFloat for f64 {
+    const ZERO: Self = 0.0;
+    const ONE: Self = 1.0;
+    #[inline(always)]
+    fn of_f64(v: f64) -> Self {
+        v
+    }
+    #[inline(always)]
+    fn to_f64(self) -> f64 {
+        self
+    }
+    fn tanh_in_place(xs: &mut [Self]) {
+        xs.iter_mut().for_each(|v| *v = v.tanh());
+    }
+}
+
+impl MlpFloat for f32 {
+    const ZERO: Self = 0.0;
+    const ONE: Self = 1.0;
+    #[inline(always)]
+    fn of_f64(v: f64) -> Self {
+        v as f32
+    }
+    #[inline(always)]
+    fn to_f64(self) -> f64 {
+        f64::from(self)
+    }
+    fn tanh_in_place(xs: &mut [Self]) {
+        #[cfg(target_arch = "x86_64")]
+        if std::arch::is_x86_feature_detected!("avx2") {
+            // SAFETY: the CPU supports AVX2, checked just above.
+            unsafe { tanh_slice_avx2(xs) };
+            return;
+        }
+        tanh_slice(xs);
+    }
+}
+
+/// [`tanh_f32`] over a slice (vectorised by the compiler).
+#[inline(always)]
+fn tanh_slice(xs: &mut [f32]) {
+    xs.iter_mut().for_each(|v| *v = tanh_f32(*v));
+}
+
+/// [`tanh_slice`] compiled for AVX2 (8 lanes instead of SSE2's 4); same arithmetic, same results.
+///
+/// # Safety
+/// The CPU must support AVX2.
+#[cfg(target_arch = "x86_64")]
+#[target_feature(enable = "avx2")]
+unsafe fn tanh_slice_avx2(xs: &mut [f32]) {
+    tanh_slice(xs);
+}
+
+/// Converts `t` into `w` (same length) and returns Σ tᵢ², in one pass with eight partial sums
+/// so that the loop vectorises.
+fn convert_and_sum_sq<T: MlpFloat>(w: &mut [T], t: &[f64]) -> f64 {
+    let mut acc = [0.0f64; 8];
+    let mut wc = w.chunks_exact_mut(8);
+    let mut tc = t.chunks_exact(8);
+    for (wc, tc) in (&mut wc).zip(&mut tc) {
+        for ((a, w), &v) in acc.iter_mut().zip(wc).zip(tc) {
+            *w = T::of_f64(v);
+            *a += v * v;
+        }
+    }
+    let mut ss = acc.iter().sum::<f64>();
+    for (w, &v) in wc.into_remainder().iter_mut().zip(tc.remainder()) {
+        *w = T::of_f64(v);
+        ss += v * v;
+    }
+    ss
+}
+
+/// e^y for y ∈ [−18, 0] in `f32`, branch-free so that loops over it vectorise.
+///
+/// Range reduction y = n·ln 2 + r with |r| ≤ ln 2 / 2 (n by the 1.5·2²³ rounding trick, ln 2 in
+/// two parts so n·ln2_hi is exact), a degree-7 Taylor polynomial for eʳ (truncation error
+/// r⁸/8! < 6e-9) and 2ⁿ built from its exponent bits.
+#[inline(always)]
+fn exp_neg_f32(y: f32) -> f32 {
+    const LOG2E: f32 = std::f32::consts::LOG2_E;
+    const LN2_HI: f32 = 0.693_359_4; // 355/512, exact in 9 bits
+    const LN2_LO: f32 = -2.121_944_4e-4;
+    const SHIFTER: f32 = 12_582_912.0; // 1.5·2²³: adding it rounds to an integer
+    let t = y * LOG2E + SHIFTER;
+    let n = t - SHIFTER;
+    let r = (y - n * LN2_HI) - n * LN2_LO;
+    let p = 1.0
+        + r * (1.0
+            + r * (0.5
+                + r * (1.0 / 6.0
+                    + r * (1.0 / 24.0
+                        + r * (1.0 / 120.0 + r * (1.0 / 720.0 + r * (1.0 / 5040.0)))))));
+    // t's low mantissa bits hold n (two's complement offset by the shifter's bits).
+    let ni = (t.to_bits() as i32).wrapping_sub(0x4B40_0000);
+    let two_n = f32::from_bits((ni.wrapping_add(127) << 23) as u32);
+    p * two_n
+}
+
+/// tanh in `f32` without a libm call, relative error below ≈ 2e-7 over ℝ; NaN propagates.
+///
+/// |x| < 0.25: odd Taylor polynomial to x¹¹ (truncation < 1e-9 relative). Otherwise
+/// (1 − e)/(1 + e)·sign(x) with e = exp(−2|x|) (no cancellation since e < 0.61); |x| is clamped
+/// at 9, where tanh = 1 in `f32`.
+#[inline(always)]
+pub fn tanh_f32(x: f32) -> f32 {
+    let mut ax = x.abs();
+    if ax > 9.0 {
+        ax = 9.0;
+    }
+    let e = exp_neg_f32(-2.0 * ax);
+    let big = ((1.0 - e) / (1.0 + e)).copysign(x);
+    let x2 = x * x;
+    let small = x + x
+        * x2
+        * (-1.0 / 3.0
+            + x2 * (2.0 / 15.0
+                + x2 * (-17.0 / 315.0 + x2 * (62.0 / 2835.0 + x2 * (-1382.0 / 155_925.0)))));
+    if ax < 0.25 {
+        small
+    } else {
+        big
+    }
+}
+
+/// One dense layer: offsets of its weight (`n_in × n_out`, row-major) and bias in θ.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+struct Dense {
+    n_in: usize,
+    n_out: usize,
+    w: usize,
+    b: usize,
+}
+
+/// The likelihood on top of the network: turns one draw's outputs into a log density and its
+/// gradient with respect to those outputs. Implemented by the built-in BNN models; implement it
+/// to put another likelihood on an [`Mlp`].
+pub trait Head: Sync {
+    /// For one draw: `theta` is its full parameter row (length d, network weights first), `rows`
+    /// the data rows its n outputs belong to (`None` = rows `0..n`), `out` the network outputs
+    /// (n × out, row-major) and `scale` = [`Batch::scale`].
+    ///
+    /// Returns `scale` × log-likelihood plus every log-density term of the parameters beyond the
+    /// network's (their prior, log-Jacobian). Writes `dout` = ∂(returned value)/∂`out` (n × out)
+    /// and **adds** the gradient with respect to `theta[mlp.dim()..]` into `grad` (length d; the
+    /// driver has zeroed those entries and owns `grad[..mlp.dim()]`).
+    fn log_lik<T: MlpFloat>(
+        &self,
+        theta: &[f64],
+        rows: Option<&[usize]>,
+        out: &[T],
+        scale: f64,
+        dout: &mut [T],
+        grad: &mut [f64],
+    ) -> f64;
+}
+
+/// A fully connected network `sizes[0] → sizes[1] → … → sizes[L]` whose weights live in θ.
+///
+/// `sizes[0]` is the input width, `sizes[L]` the output width, the ones between are hidden
+/// layers with [`Activation`]. Presets: wave `[1, h, h, 1]` tanh (h = 5 or 100), UCI
+/// `[in, 50, 50, 1]` relu, MNIST `[784, 100, 10]` or `[784, 100, 100, 10]` tanh.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct Mlp {
+    sizes: Vec<usize>,
+    activation: Activation,
+    layers: Vec<Dense>,
+    layout: Layout,
+}
+
+/// Scratch buffers of one chunk of draws, allocated once per chunk.
+struct Workspace<T> {
+    /// The draw's network weights, converted to T (length `mlp.dim()`).
+    w: Vec<T>,
+    /// Gradient of the network weights in T.
+    gw: Vec<T>,
+    /// `acts[0]` = inputs (n × in); `acts[l]` = layer l's output (n × `sizes[l]`).
+    acts: Vec<Vec<T>>,
+    /// Back-propagated errors (n × widest layer), current and previous layer.
+    delta: Vec<T>,
+    delta_prev: Vec<T>,
+    /// n ones, for the bias gradients.
+    ones: Vec<T>,
+}
+
+impl Mlp {
+    /// A network with layer widths `sizes` = `[in, h1, …, out]` (at least two entries).
+    ///
+    /// # Errors
+    /// [`Error::InvalidSettings`] when fewer than two sizes are given or one is zero.
+    pub fn new(sizes: &[usize], activation: Activation) -> Result<Self> {
+        if sizes.len() < 2 {
+            return Err(Error::invalid(
+                "sizes",
+                "an MLP needs at least an input and an output width",
+            ));
+        }
+        if let Some(i) = sizes.iter().position(|&s| s == 0) {
+            return Err(Error::invalid(
+                "sizes",
+                format!("layer width {i} is zero: {sizes:?}"),
+            ));
+        }
+        let num = sizes.len() - 1;
+        let mut layout = Layout::default();
+        let mut layers = Vec::with_capacity(num);
+        for l in 0..num {
+            let (n_in, n_out) = (sizes[l], sizes[l + 1]);
+            let name = if l + 1 == num {
+                "out".to_string()
+            } else {
+                format!("layer{}", l + 1)
+            };
+            let w = layout.push(format!("{name}.weight"), vec![n_in, n_out]);
+            let b = layout.push(format!("{name}.bias"), vec![n_out]);
+            layers.push(Dense { n_in, n_out, w, b });
+        }
+        Ok(Mlp {
+            sizes: sizes.to_vec(),
+            activation,
+            layers,
+            layout,
+        })
+    }
+
+    /// The layer widths `[in, h1, …, out]`.
+    pub fn sizes(&self) -> &[usize] {
+        &self.sizes
+    }
+
+    /// The hidden-layer activation.
+    pub fn activation(&self) -> Activation {
+        self.activation
+    }
+
+    /// Input width.
+    pub fn input_dim(&self) -> usize {
+        self.sizes[0]
+    }
+
+    /// Output width.
+    pub fn output_dim(&self) -> usize {
+        self.sizes[self.sizes.len() - 1]
+    }
+
+    /// Number of weights and biases: Σ_l (`sizes[l]` + 1)·`sizes[l+1]`.
+    pub fn dim(&self) -> usize {
+        self.layout.dim()
+    }
+
+    /// Named blocks `layer{l}.weight` `[in, out]`, `layer{l}.bias` `[out]` for hidden layers
+    /// l = 1, 2, …, then `out.weight`, `out.bias`, covering `0..dim()`.
+    pub fn layout(&self) -> Layout {
+        self.layout.clone()
+    }
+
+    fn widest(&self) -> usize {
+        self.sizes[1..].iter().copied().max().unwrap_or(0)
+    }
+
+    fn workspace<T: MlpFloat>(&self, n: usize) -> Workspace<T> {
+        let w = self.widest();
+        Workspace {
+            w: vec![T::ZERO; self.dim()],
+            gw: vec![T::ZERO; self.dim()],
+            acts: self.sizes.iter().map(|&s| vec![T::ZERO; n * s]).collect(),
+            delta: vec![T::ZERO; n * w],
+            delta_prev: vec![T::ZERO; n * w],
+            ones: vec![T::ONE; n],
+        }
+    }
+
+    /// Forward pass for n rows already in `ws.acts[0]`, weights in `ws.w`.
+    fn forward_ws<T: MlpFloat>(&self, ws: &mut Workspace<T>, n: usize) {
+        let last = self.layers.len() - 1;
+        for (l, layer) in self.layers.iter().enumerate() {
+            let (lo, hi) = ws.acts.split_at_mut(l + 1);
+            let prev = &lo[l][..n * layer.n_in];
+            let cur = &mut hi[0][..n * layer.n_out];
+            let bias = &ws.w[layer.b..layer.b + layer.n_out];
+            for row in cur.chunks_exact_mut(layer.n_out) {
+                row.copy_from_slice(bias);
+            }
+            gemm(
+                cur,
+                prev,
+                Op::N,
+                &ws.w[layer.w..],
+                Op::N,
+                n,
+                layer.n_in,
+                layer.n_out,
+                T::ONE,
+                true,
+            );
+            if l < last {
+                match self.activation {
+                    Activation::Tanh => T::tanh_in_place(cur),
+                    // a select, not a conditional store: branch-free and vectorised
+                    // (NaN stays NaN).
+                    Activation::Relu => cur.iter_mut().for_each(|v| {
+                        *v = if *v < T::ZERO { T::ZERO } else { *v };
+                    }),
+                }
+            }
+        }
+    }
+
+    /// Backward pass from `ws.delta` = ∂/∂out (n × out) into `ws.gw`.
+    fn backward_ws<T: MlpFloat>(&self, ws: &mut Workspace<T>, n: usize) {
+        for (l, layer) in self.layers.iter().enumerate().rev() {
+            let delta = &ws.delta[..n * layer.n_out];
+            let prev = &ws.acts[l][..n * layer.n_in];
+            gemm(
+                &mut ws.gw[layer.w..],
+                prev,
+                Op::T,
+                delta,
+                Op::N,
+                layer.n_in,
+                n,
+                layer.n_out,
+                T::ONE,
+                false,
+            );
+            // column sums of δ as the product 1ᵀ·δ
+            gemm(
+                &mut ws.gw[layer.b..],
+                &ws.ones[..n],
+                Op::N,
+                delta,
+                Op::N,
+                1,
+                n,
+                layer.n_out,
+                T::ONE,
+                false,
+            );
+            if l == 0 {
+                break;
+            }
+            let dprev = &mut ws.delta_prev[..n * layer.n_in];
+            gemm(
+                dprev,
+                delta,
+                Op::N,
+                &ws.w[layer.w..],
+                Op::T,
+                n,
+                layer.n_out,
+                layer.n_in,
+                T::ONE,
+                false,
+            );
+            match self.activation {
+                Activation::Tanh => {
+                    for (d, &a) in dprev.iter_mut().zip(prev) {
+                        *d *= T::ONE - a * a;
+                    }
+                }
+                Activation::Relu => {
+                    for (d, &a) in dprev.iter_mut().zip(prev) {
+                        *d = if a > T::ZERO { *d } else { T::ZERO };
+                    }
+                }
+            }
+            std::mem::swap(&mut ws.delta, &mut ws.delta_prev);
+        }
+    }
+
+    fn check_inputs(&self, x: &Matrix, dim: usize) -> Result<()> {
+        if x.cols() != self.input_dim() {
+            return Err(Error::shape(
+                "MLP inputs (columns of x)",
+                self.input_dim(),
+                x.cols(),
+            ));
+        }
+        if dim < self.dim() {
+            return Err(Error::shape(
+                "parameter dimension d (at least the MLP's weights)",
+                self.dim(),
+                dim,
+            ));
+        }
+        Ok(())
+    }
+
+    /// Network outputs for K = `theta.len() / dim` draws on every row of `x` (n × in).
+    ///
+    /// `theta` is K×`dim` row-major with the network weights in the first [`Mlp::dim`] columns
+    /// (the rest, e.g. a noise precision, is ignored). Writes `out` (K × n × out, row-major:
+    /// entry `(k·n + i)·out + j`). Runs in precision `T` (`f32` or `f64`).
+    ///
+    /// # Errors
+    /// [`Error::Shape`] when `x` has the wrong width, `dim < self.dim()`, `theta` is not a whole
+    /// number of rows or `out` has the wrong length.
+    pub fn forward<T: MlpFloat>(
+        &self,
+        theta: &[f64],
+        dim: usize,
+        x: &Matrix,
+        out: &mut [f64],
+    ) -> Result<()> {
+        self.check_inputs(x, dim)?;
+        if theta.len() % dim != 0 {
+            return Err(Error::shape("theta", format!("K×{dim}"), theta.len()));
+        }
+        let k = theta.len() / dim;
+        let n = x.rows();
+        let per = n * self.output_dim();
+        if out.len() != k * per {
+            return Err(Error::shape(
+                "MLP outputs",
+                format!("K·n·out = {}", k * per),
+                out.len(),
+            ));
+        }
+        if k == 0 || per == 0 {
+            return Ok(());
+        }
+        let chunk = chunk_size(k);
+        theta
+            .par_chunks(chunk * dim)
+            .zip(out.par_chunks_mut(chunk * per))
+            .for_each(|(th, o)| {
+                let mut ws = self.workspace::<T>(n);
+                fill_inputs(&mut ws.acts[0], x, None);
+                for (t, ok) in th.chunks_exact(dim).zip(o.chunks_exact_mut(per)) {
+                    for (w, &v) in ws.w.iter_mut().zip(t) {
+                        *w = T::of_f64(v);
+                    }
+                    self.forward_ws(&mut ws, n);
+                    let res = &ws.acts[self.sizes.len() - 1][..per];
+                    for (o, &v) in ok.iter_mut().zip(res) {
+                        *o = v.to_f64();
+                    }
+                }
+            });
+        Ok(())
+    }
+
+    /// Log density and gradient of a model "N(0, `prior_scale`²) on every network weight, then
+    /// `head` on the outputs", for K = `theta.len() / dim` draws (`theta`, `grad`: K×`dim`).
+    ///
+    /// Draw k runs on the rows `batch.rows_for_draw(k)` of `x` (N × in); `logp[k]` = Gaussian
+    /// prior of the weights + what `head` returns (its `scale`d log-likelihood and the terms of
+    /// the extra parameters). The network runs in precision `T`; sums are in `f64`.
+    ///
+    /// # Errors
+    /// [`Error::Shape`] for inconsistent buffers (see [`check_shapes`]) or a wrong input width;
+    /// [`Error::Data`] when a batch row is out of range; [`Error::InvalidSettings`] for a
+    /// non-positive `prior_scale`.
+    #[allow(clippy::too_many_arguments)]
+    pub fn log_density_and_grad<T: MlpFloat, H: Head>(
+        &self,
+        theta: &[f64],
+        dim: usize,
+        x: &Matrix,
+        batch: &Batch,
+        prior_scale: f64,
+        head: &H,
+        logp: &mut [f64],
+        grad: &mut [f64],
+    ) -> Result<()> {
+        let k = check_shapes(dim, theta, logp, grad)?;
+        self.check_inputs(x, dim)?;
+        batch.validate(x.rows(), k)?;
+        if !(prior_scale > 0.0 && prior_scale.is_finite()) {
+            return Err(Error::invalid(
+                "prior_scale",
+                format!("must be positive and finite, got {prior_scale}"),
+            ));
+        }
+        if k == 0 {
+            return Ok(());
+        }
+        let max_rows = match &batch.rows {
+            Rows::All => x.rows(),
+            Rows::Shared(r) => r.len(),
+            Rows::PerDraw { size, .. } => *size,
+        };
+        let shared_rows = !matches!(batch.rows, Rows::PerDraw { .. });
+        let nw = self.dim();
+        let out_dim = self.output_dim();
+        let inv_var = 1.0 / (prior_scale * prior_scale);
+        let log_norm = -(nw as f64) * (prior_scale.ln() + LN_SQRT_2PI);
+        let chunk = chunk_size(k);
+        theta
+            .par_chunks(chunk * dim)
+            .zip(grad.par_chunks_mut(chunk * dim))
+            .zip(logp.par_chunks_mut(chunk))
+            .enumerate()
+            .for_each(|(c, ((th, gr), lp))| {
+                let mut ws = self.workspace::<T>(max_rows);
+                let mut filled = false;
+                for (j, ((t, g), l)) in th
+                    .chunks_exact(dim)
+                    .zip(gr.chunks_exact_mut(dim))
+                    .zip(lp.iter_mut())
+                    .enumerate()
+                {
+                    let rows = batch.rows_for_draw(c * chunk + j);
+                    let n = rows.map_or(x.rows(), <[usize]>::len);
+                    if !(shared_rows && filled) {
+                        fill_inputs(&mut ws.acts[0], x, rows);
+                        filled = true;
+                    }
+                    let ss = convert_and_sum_sq(&mut ws.w, &t[..nw]);
+                    g[nw..].iter_mut().for_each(|v| *v = 0.0);
+                    let ll = if n == 0 {
+                        ws.gw.iter_mut().for_each(|v| *v = T::ZERO);
+                        let empty: [T; 0] = [];
+                        head.log_lik(t, rows, &empty, batch.scale, &mut [], g)
+                    } else {
+                        self.forward_ws(&mut ws, n);
+                        let out = &ws.acts[self.sizes.len() - 1][..n * out_dim];
+                        let ll = head.log_lik(
+                            t,
+                            rows,
+                            out,
+                            batch.scale,
+                            &mut ws.delta[..n * out_dim],
+                            g,
+                        );
+                        self.backward_ws(&mut ws, n);
+                        ll
+                    };
+                    for ((gi, &ti), &gwi) in g[..nw].iter_mut().zip(&t[..nw]).zip(&ws.gw) {
+                        *gi = gwi.to_f64() - ti * inv_var;
+                    }
+                    *l = log_norm - 0.5 * ss * inv_var + ll;
+                }
+            });
+        Ok(())
+    }
+}
+
+/// Draws per parallel chunk: about four chunks per rayon thread.
+fn chunk_size(k: usize) -> usize {
+    k.div_ceil(4 * rayon::current_num_threads()).max(1)
+}
+
+/// Copies the selected rows of `x` (all when `rows` is `None`) into `dst`, converting to T.
+fn fill_inputs<T: MlpFloat>(dst: &mut [T], x: &Matrix, rows: Option<&[usize]>) {
+    let c = x.cols();
+    match rows {
+        None => {
+            for (d, &v) in dst.iter_mut().zip(x.as_slice()) {
+                *d = T::of_f64(v);
+            }
+        }
+        Some(r) => {
+            for (d, &i) in dst.chunks_exact_mut(c).zip(r) {
+                for (d, &v) in d.iter_mut().zip(x.row(i)) {
+                    *d = T::of_f64(v);
+                }
+            }
+        }
+    }
+}
+
+/// Checks that every cell of `x` is finite; the error names the first bad row.
+pub(crate) fn check_finite_rows(x: &Matrix, what: &str) -> Result<()> {
+    for (i, r) in x.iter_rows().enumerate() {
+        if let Some(j) = r.iter().position(|v| !v.is_finite()) {
+            return Err(Error::Data(format!(
+                "{what}: row {i}, column {j} is {} (must be finite)",
+                r[j]
+            )));
+        }
+    }
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn tanh_f32_is_accurate() {
+        let mut worst = 0.0f64;
+        let mut x = -12.0f64;
+        while x < 12.0 {
+            let xf = x as f32;
+            let want = f64::from(xf).tanh();
+            let got = f64::from(tanh_f32(xf));
+            let rel = (got - want).abs() / want.abs().max(1e-30);
+            worst = worst.max(rel);
+            x += 1.37e-4;
+        }
+        for &xf in &[
+            1e-30f32, -1e-8, 0.2499, 0.25, 0.2501, 8.99, 9.01, 50.0, -1e30,
+        ] {
+            let want = f64::from(xf).tanh();
+            let got = f64::from(tanh_f32(xf));
+            worst = worst.max((got - want).abs() / want.abs());
+        }
+        assert!(worst < 3e-7, "worst relative error {worst}");
+        assert_eq!(tanh_f32(0.0), 0.0);
+        assert!(tanh_f32(f32::NAN).is_nan());
+        assert_eq!(tanh_f32(f32::INFINITY), 1.0);
+        assert_eq!(tanh_f32(f32::NEG_INFINITY), -1.0);
+    }
+
+    #[test]
+    fn layout_names_and_offsets() {
+        let m = Mlp::new(&[3, 4, 5, 2], Activation::Relu).unwrap();
+        let l = m.layout();
+        let names: Vec<&str> = l.blocks().iter().map(|b| b.name.as_str()).collect();
+        assert_eq!(
+            names,
+            [
+                "layer1.weight",
+                "layer1.bias",
+                "layer2.weight",
+                "layer2.bias",
+                "out.weight",
+                "out.bias"
+            ]
+        );
+        assert_eq!(l.get("layer1.weight").unwrap().shape, vec![3, 4]);
+        assert_eq!(l.get("layer2.weight").unwrap().range(), 16..36);
+        assert_eq!(l.get("out.weight").unwrap().shape, vec![5, 2]);
+        assert_eq!(l.get("out.bias").unwrap().range(), 51..53);
+        assert_eq!(m.dim(), 53);
+        assert_eq!(l.dim(), 53);
+        // the wave and MNIST latent counts of spec §7.2 / §7.4
+        assert_eq!(Mlp::new(&[1, 5, 5, 1], Activation::Tanh).unwrap().dim(), 46);
+        assert_eq!(
+            Mlp::new(&[1, 100, 100, 1], Activation::Tanh).unwrap().dim(),
+            10_401
+        );
+        assert_eq!(
+            Mlp::new(&[784, 100, 10], Activation::Tanh).unwrap().dim(),
+            79_510
+        );
+        assert_eq!(
+            Mlp::new(&[784, 100, 100, 10], Activation::Tanh)
+                .unwrap()
+                .dim(),
+            89_610
+        );
+        assert!(Mlp::new(&[3], Activation::Tanh).is_err());
+        assert!(Mlp::new(&[3, 0, 1], Activation::Tanh).is_err());
+    }
+
+    #[test]
+    fn forward_matches_naive() {
+        let m = Mlp::new(&[2, 3, 2], Activation::Tanh).unwrap();
+        let d = m.dim();
+        let theta: Vec<f64> = (0..2 * (d + 1))
+            .map(|i| ((i * 7 % 11) as f64 - 5.0) / 7.0)
+            .collect();
+        let x = Matrix::from_rows(&[vec![0.3, -1.2], vec![2.0, 0.5]]).unwrap();
+        let mut out = vec![0.0; 2 * 2 * 2];
+        m.forward::<f64>(&theta, d + 1, &x, &mut out).unwrap();
+        for k in 0..2 {
+            let t = &theta[k * (d + 1)..];
+            for i in 0..2 {
+                let xi = x.row(i);
+                let h: Vec<f64> = (0..3)
+                    .map(|j| (xi[0] * t[j] + xi[1] * t[3 + j] + t[6 + j]).tanh())
+                    .collect();
+                for o in 0..2 {
+                    let want = h[0] * t[9 + o] + h[1] * t[11 + o] + h[2] * t[13 + o] + t[15 + o];
+                    assert!((out[(k * 2 + i) * 2 + o] - want).abs() < 1e-12);
+                }
+            }
+        }
+        let mut out32 = vec![0.0; 8];
+        m.forward::<f32>(&theta, d + 1, &x, &mut out32).unwrap();
+        for (a, b) in out.iter().zip(&out32) {
+            assert!((a - b).abs() < 1e-5);
+        }
+        assert!(m
+            .forward::<f64>(&theta, d + 1, &x, &mut out32[..7])
+            .is_err());
+        let bad = Matrix::zeros(2, 3);
+        assert!(m.forward::<f64>(&theta, d + 1, &bad, &mut out).is_err());
+    }
+}
