@@ -9,7 +9,7 @@ use rand_chacha::ChaCha8Rng;
 use serde::{Deserialize, Serialize};
 
 use crate::data::{Batch, Batcher};
-use crate::engine::{Engine, NonFinitePolicy, State, StepInfo};
+use crate::engine::{self, Engine, NonFinitePolicy, State, StepInfo};
 use crate::error::{Error, Result};
 use crate::guide::{GuideSettings, Init};
 use crate::matrix::Matrix;
@@ -79,7 +79,10 @@ impl SviSettings {
     /// [`Error::InvalidSettings`] naming the field.
     pub fn validate(&self) -> Result<()> {
         if self.num_elbo_particles == 0 {
-            return Err(Error::invalid("num_elbo_particles", "needs at least one draw"));
+            return Err(Error::invalid(
+                "num_elbo_particles",
+                "needs at least one draw",
+            ));
         }
         if self.batch_size == Some(0) {
             return Err(Error::invalid("batch_size", "must be at least 1"));
@@ -190,50 +193,19 @@ impl<M: LogDensity + ?Sized> Engine for Svi<'_, M> {
         let mut particles = Matrix::zeros(1, p);
         st.guide
             .init_particle(self.model, &st.init, &mut rng, particles.row_mut(0))?;
-        Ok(State {
-            optimizer: st.optimizer.init(p),
+        Ok(engine::new_state(
             particles,
+            &st.optimizer,
             rng,
-            step: 0,
-            skipped_steps: 0,
-            early_stop: Default::default(),
-            fingerprint: self.fingerprint(),
-        })
+            self.fingerprint(),
+        ))
     }
 
     fn step(&self, state: &mut State, rows: Option<&[usize]>) -> Result<StepInfo> {
-        let p = self.settings.guide.param_dim(self.model.dim());
-        if state.particles.cols() != p || state.particles.rows() != 1 {
-            return Err(Error::shape(
-                "state particles",
-                format!("1×{p}"),
-                format!("{}×{}", state.particles.rows(), state.particles.cols()),
-            ));
-        }
-        let result = self.gradient(state, rows).and_then(|(g, elbo)| {
-            if g.iter().all(|v| v.is_finite()) && elbo.is_finite() {
-                Ok((g, elbo))
-            } else {
-                Err(Error::non_finite(format!("ELBO gradient at step {}", state.step)))
-            }
-        });
-        state.step += 1;
-        match result {
-            Ok((g, elbo)) => {
-                let neg: Vec<f64> = g.iter().map(|v| -v).collect();
-                state.optimizer.step(
-                    &self.settings.optimizer,
-                    state.particles.as_mut_slice(),
-                    &neg,
-                )?;
-                Ok(StepInfo::new(-elbo, elbo, false))
-            }
-            Err(e) if e.is_recoverable() && self.settings.on_non_finite == NonFinitePolicy::Skip => {
-                state.skipped_steps += 1;
-                Ok(StepInfo::new(f64::NAN, f64::NAN, true))
-            }
-            Err(e) => Err(e),
-        }
+        let st = &self.settings;
+        engine::check_particles(state, 1, st.guide.param_dim(self.model.dim()))?;
+        let result = self.gradient(state, rows).map(|(g, elbo)| (g, -elbo, elbo));
+        engine::apply_ascent(state, &st.optimizer, st.on_non_finite, result)
     }
 
     fn posterior(&self, state: &State) -> Posterior {
@@ -245,13 +217,11 @@ impl<M: LogDensity + ?Sized> Engine for Svi<'_, M> {
     }
 
     fn fingerprint(&self) -> String {
-        let settings = serde_json::to_string(&self.settings).unwrap_or_default();
-        format!(
-            "{} d={} N={} {}",
+        engine::fingerprint(
             self.name(),
             self.model.dim(),
             self.model.num_data(),
-            settings
+            &self.settings,
         )
     }
 }

@@ -86,3 +86,83 @@ pub trait Engine: Sync {
         State::load(path, &self.fingerprint())
     }
 }
+
+/// Checks that a state's particle matrix is `rows × cols` (a state from another engine or
+/// model is a shape error, not a panic).
+pub(crate) fn check_particles(state: &State, rows: usize, cols: usize) -> Result<()> {
+    if state.particles.rows() != rows || state.particles.cols() != cols {
+        return Err(crate::Error::shape(
+            "state particles",
+            format!("{rows}×{cols}"),
+            format!("{}×{}", state.particles.rows(), state.particles.cols()),
+        ));
+    }
+    Ok(())
+}
+
+/// The shared tail of a step: counts it, then either moves the particles along the ascent
+/// `direction` (the optimizer receives −direction) or, for a recoverable non-finite value under
+/// [`NonFinitePolicy::Skip`], leaves them unchanged and counts the skip.
+///
+/// `result` holds the ascent direction (flattened particles' length), the loss and the ELBO.
+pub(crate) fn apply_ascent(
+    state: &mut State,
+    optimizer: &crate::OptimizerSettings,
+    policy: NonFinitePolicy,
+    result: Result<(Vec<f64>, f64, f64)>,
+) -> Result<StepInfo> {
+    let result = result.and_then(|r| {
+        if r.0.iter().all(|v| v.is_finite()) && r.2.is_finite() {
+            Ok(r)
+        } else {
+            Err(crate::Error::non_finite(format!(
+                "update direction at step {}",
+                state.step
+            )))
+        }
+    });
+    state.step += 1;
+    match result {
+        Ok((mut direction, loss, elbo)) => {
+            direction.iter_mut().for_each(|v| *v = -*v);
+            state
+                .optimizer
+                .step(optimizer, state.particles.as_mut_slice(), &direction)?;
+            Ok(StepInfo::new(loss, elbo, false))
+        }
+        Err(e) if e.is_recoverable() && policy == NonFinitePolicy::Skip => {
+            state.skipped_steps += 1;
+            Ok(StepInfo::new(f64::NAN, f64::NAN, true))
+        }
+        Err(e) => Err(e),
+    }
+}
+
+/// A fresh state around initial `particles`.
+pub(crate) fn new_state(
+    particles: crate::Matrix,
+    optimizer: &crate::OptimizerSettings,
+    rng: rand_chacha::ChaCha8Rng,
+    fingerprint: String,
+) -> State {
+    State {
+        optimizer: optimizer.init(particles.as_slice().len()),
+        particles,
+        rng,
+        step: 0,
+        skipped_steps: 0,
+        early_stop: Default::default(),
+        fingerprint,
+    }
+}
+
+/// The fingerprint of an engine: its name, the model's shape and its settings as JSON.
+pub(crate) fn fingerprint<S: Serialize>(
+    name: &str,
+    dim: usize,
+    num_data: usize,
+    settings: &S,
+) -> String {
+    let settings = serde_json::to_string(settings).unwrap_or_default();
+    format!("{name} d={dim} N={num_data} {settings}")
+}

@@ -16,7 +16,7 @@ use rand::SeedableRng;
 use rand_chacha::ChaCha8Rng;
 
 use crate::data::{Batch, Batcher};
-use crate::engine::{Engine, NonFinitePolicy, State, StepInfo};
+use crate::engine::{self, Engine, State, StepInfo};
 use crate::error::{Error, Result};
 use crate::kernel::Kernel;
 use crate::layout::Layout;
@@ -155,11 +155,7 @@ impl<'a, M: LogDensity + ?Sized> SteinVi<'a, M> {
             AttractionNorm::Numpyro => 1.0,
         };
         let c_rep = st.repulsion_temperature / m as f64;
-        for (f, r) in phi
-            .as_mut_slice()
-            .iter_mut()
-            .zip(gram.repulsion.as_slice())
-        {
+        for (f, r) in phi.as_mut_slice().iter_mut().zip(gram.repulsion.as_slice()) {
             *f = c_att * *f + c_rep * r;
         }
         Ok((phi, elbo))
@@ -180,51 +176,26 @@ impl<M: LogDensity + ?Sized> Engine for SteinVi<'_, M> {
             st.guide
                 .init_particle(self.model, &st.init, &mut rng, particles.row_mut(i))?;
         }
-        Ok(State {
-            optimizer: st.optimizer.init(st.num_particles * p),
+        Ok(engine::new_state(
             particles,
+            &st.optimizer,
             rng,
-            step: 0,
-            skipped_steps: 0,
-            early_stop: Default::default(),
-            fingerprint: self.fingerprint(),
-        })
+            self.fingerprint(),
+        ))
     }
 
     fn step(&self, state: &mut State, rows: Option<&[usize]>) -> Result<StepInfo> {
-        let p = self.settings.guide.param_dim(self.model.dim());
-        if state.particles.cols() != p || state.particles.rows() != self.settings.num_particles {
-            return Err(Error::shape(
-                "state particles",
-                format!("{}×{p}", self.settings.num_particles),
-                format!("{}×{}", state.particles.rows(), state.particles.cols()),
-            ));
-        }
-        let result = self.force(state, rows).and_then(|(phi, elbo)| {
-            if phi.is_finite() {
-                Ok((phi, elbo))
-            } else {
-                Err(Error::non_finite(format!("Stein force at step {}", state.step)))
-            }
+        let st = &self.settings;
+        engine::check_particles(
+            state,
+            st.num_particles,
+            st.guide.param_dim(self.model.dim()),
+        )?;
+        let result = self.force(state, rows).map(|(phi, elbo)| {
+            let loss = phi.frobenius_norm();
+            (phi.into_vec(), loss, elbo)
         });
-        state.step += 1;
-        match result {
-            Ok((phi, elbo)) => {
-                let loss = phi.frobenius_norm();
-                let neg: Vec<f64> = phi.as_slice().iter().map(|v| -v).collect();
-                state.optimizer.step(
-                    &self.settings.optimizer,
-                    state.particles.as_mut_slice(),
-                    &neg,
-                )?;
-                Ok(StepInfo::new(loss, elbo, false))
-            }
-            Err(e) if e.is_recoverable() && self.settings.on_non_finite == NonFinitePolicy::Skip => {
-                state.skipped_steps += 1;
-                Ok(StepInfo::new(f64::NAN, f64::NAN, true))
-            }
-            Err(e) => Err(e),
-        }
+        engine::apply_ascent(state, &st.optimizer, st.on_non_finite, result)
     }
 
     fn posterior(&self, state: &State) -> Posterior {
@@ -236,13 +207,11 @@ impl<M: LogDensity + ?Sized> Engine for SteinVi<'_, M> {
     }
 
     fn fingerprint(&self) -> String {
-        let settings = serde_json::to_string(&self.settings).unwrap_or_default();
-        format!(
-            "{} d={} N={} {}",
-            self.name,
+        engine::fingerprint(
+            &self.name,
             self.model.dim(),
             self.model.num_data(),
-            settings
+            &self.settings,
         )
     }
 }
