@@ -5,6 +5,7 @@ pub mod recovery;
 pub mod toy;
 pub mod variance;
 pub mod wave;
+pub mod wave_common;
 
 use clap::Subcommand;
 
