@@ -21,6 +21,7 @@ pub fn run(args: &Args) -> anyhow::Result<()> {
     tasks::wave::report(&args.out)?;
     tasks::recovery::report(&args.out)?;
     tasks::toy::report(&args.out)?;
+    tasks::uci::report(&args.out)?;
     eprintln!("reports written to {}", args.out.display());
     Ok(())
 }

@@ -3,6 +3,7 @@
 
 pub mod recovery;
 pub mod toy;
+pub mod uci;
 pub mod variance;
 pub mod wave;
 pub mod wave_common;
@@ -20,6 +21,8 @@ pub enum Experiment {
     Recovery(recovery::Args),
     /// The paper's appendix figure: converged 2-particle SMI and SVGD on a 2-D Gaussian.
     Toy(toy::Args),
+    /// UCI regression, standard and Gap10 splits, all six methods (§7.3).
+    Uci(uci::Args),
 }
 
 /// Runs one experiment.
@@ -29,5 +32,6 @@ pub fn run(experiment: Experiment) -> anyhow::Result<()> {
         Experiment::Wave(a) => wave::run(&a),
         Experiment::Recovery(a) => recovery::run(&a),
         Experiment::Toy(a) => toy::run(&a),
+        Experiment::Uci(a) => uci::run(&a),
     }
 }
