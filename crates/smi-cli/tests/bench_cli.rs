@@ -1,0 +1,57 @@
+//! `smi bench` end to end: one short measurement prints one parseable JSON line.
+
+use std::process::Command;
+
+fn smi() -> Command {
+    Command::new(env!("CARGO_BIN_EXE_smi"))
+}
+
+#[test]
+fn bench_prints_one_json_line() {
+    let out = smi()
+        .args([
+            "bench", "--config", "mvn-100", "--method", "svgd", "--steps", "3", "--warmup", "1",
+        ])
+        .output()
+        .expect("run smi");
+    assert!(
+        out.status.success(),
+        "stderr: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let stdout = String::from_utf8(out.stdout).expect("utf-8");
+    let lines: Vec<&str> = stdout.lines().collect();
+    assert_eq!(lines.len(), 1, "{stdout}");
+    let v: serde_json::Value = serde_json::from_str(lines[0]).expect("JSON");
+    assert_eq!(v["config"], "mvn-100");
+    assert_eq!(v["method"], "svgd");
+    assert_eq!(v["steps"], 3);
+    for key in ["ms_per_step", "gflops", "gemm_peak_gflops"] {
+        let x = v[key].as_f64().unwrap_or(f64::NAN);
+        assert!(x.is_finite() && x >= 0.0, "{key} = {}", v[key]);
+    }
+    assert!(v["gemm_peak_gflops"].as_f64().unwrap() > 0.0);
+    assert_eq!(v["m"], 20);
+    assert_eq!(v["K"], 20);
+}
+
+#[test]
+fn unknown_config_and_method_list_the_valid_ones() {
+    let out = smi()
+        .args(["bench", "--config", "cifar", "--method", "svgd"])
+        .output()
+        .expect("run smi");
+    assert!(!out.status.success());
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        err.contains("mvn-100") && err.contains("boston-1h"),
+        "{err}"
+    );
+    let out = smi()
+        .args(["bench", "--config", "mvn-100", "--method", "nuts"])
+        .output()
+        .expect("run smi");
+    assert!(!out.status.success());
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(err.contains("asvgd") && err.contains("map"), "{err}");
+}

@@ -1,0 +1,63 @@
+//! Criterion benchmarks of the Stein engine: one SMI step on the variance-collapse target
+//! N(0, I₁₀₀) with m = 20 particles and S = 100 draws (shared and per-pair gradients), one SVGD
+//! step, and the RBF kernel with its attraction on 20 particles of dimension 200.
+//!
+//! `cargo bench -p smi --bench stein_step`
+
+use criterion::{criterion_group, criterion_main, Criterion};
+use rand::{Rng, SeedableRng};
+use rand_chacha::ChaCha8Rng;
+use smi::kernel::KernelSettings;
+use smi::models::DiagNormal;
+use smi::{Engine, GradientReuse, Layout, Matrix, SteinSettings, SteinVi};
+
+fn smi_settings(reuse: GradientReuse) -> SteinSettings {
+    let mut s = SteinSettings::smi();
+    s.num_particles = 20;
+    s.num_elbo_particles = 100;
+    s.gradient_reuse = reuse;
+    s
+}
+
+fn stein_step(c: &mut Criterion) {
+    let target = DiagNormal::standard(100).unwrap();
+    let mut group = c.benchmark_group("stein_step_mvn100_m20");
+    for (name, settings) in [
+        ("smi_S100_shared", smi_settings(GradientReuse::Shared)),
+        ("smi_S100_per_pair", smi_settings(GradientReuse::PerPair)),
+        ("svgd", {
+            let mut s = SteinSettings::svgd();
+            s.num_particles = 20;
+            s
+        }),
+    ] {
+        let engine = SteinVi::new(&target, settings).unwrap();
+        let mut state = engine.init().unwrap();
+        group.bench_function(name, |b| {
+            b.iter(|| std::hint::black_box(engine.step(&mut state, None).unwrap()))
+        });
+    }
+    group.finish();
+}
+
+fn kernel(c: &mut Criterion) {
+    let mut rng = ChaCha8Rng::seed_from_u64(3);
+    let (m, p) = (20, 200);
+    let x = Matrix::from_fn(m, p, |_, _| rng.random_range(-2.0..2.0));
+    let g = Matrix::from_fn(m, p, |_, _| rng.random_range(-1.0..1.0));
+    let layout = Layout::flat(p);
+    let rbf = KernelSettings::default().build().unwrap();
+    c.bench_function("rbf_kernel_m20_p200", |b| {
+        b.iter(|| {
+            let gram = rbf.compute(&x, &layout).unwrap();
+            std::hint::black_box(gram.weights.attract(&g))
+        })
+    });
+}
+
+criterion_group! {
+    name = benches;
+    config = Criterion::default().sample_size(20);
+    targets = stein_step, kernel
+}
+criterion_main!(benches);
