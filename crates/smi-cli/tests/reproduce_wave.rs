@@ -98,6 +98,11 @@ fn wave_quick_writes_records_table_figure_and_report_rebuilds_them() {
     let png = dir.path().join("wave-hdi.png");
     let table = std::fs::read_to_string(&md).unwrap();
     assert!(table.contains("| SMI |") && table.contains("HDI width Between"));
+    // Every table row has as many cells as its header.
+    for block in table.split("\n\n").filter(|b| b.starts_with('|')) {
+        let cells: Vec<usize> = block.lines().map(|l| l.matches('|').count()).collect();
+        assert!(cells.iter().all(|&c| c == cells[0]), "{block}");
+    }
     assert!(is_png(&png));
 
     std::fs::remove_file(&md).unwrap();

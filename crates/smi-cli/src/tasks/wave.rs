@@ -310,6 +310,7 @@ fn summary_tables(recs: &[Map<String, Value>], paper: bool) -> String {
         let mut header = vec![
             "Method",
             "n",
+            "steps",
             "LPPD In ↑",
             "LPPD Between ↑",
             "LPPD Entire ↑",
@@ -446,6 +447,8 @@ fn figure(bands: &[Map<String, Value>], path: &Path) -> Result<()> {
                 .configure_mesh()
                 .x_labels(5)
                 .y_labels(6)
+                .x_label_formatter(&|v| format!("{v:.0}"))
+                .y_label_formatter(&|v| format!("{v:.0}"))
                 .light_line_style(WHITE.mix(0.0))
                 .label_style((FONT_FAMILY, 12))
                 .draw()
