@@ -61,7 +61,9 @@ pub(crate) fn elbo_gradients<M: LogDensity + ?Sized>(
     }
     model.log_density_and_grad(&sc.theta, batch, &mut sc.logp, &mut sc.grad)?;
     if let Some(bad) = sc.logp.iter().position(|v| !v.is_finite()) {
-        return Err(Error::non_finite(format!("model log density of draw {bad}")));
+        return Err(Error::non_finite(format!(
+            "model log density of draw {bad}"
+        )));
     }
     if sc.grad.iter().any(|v| !v.is_finite()) {
         return Err(Error::non_finite("model gradient"));
@@ -117,13 +119,20 @@ mod tests {
         // Spec §12.3: guide N(x, 1), particles x = (−1, 0.5, 3); one draw per particle.
         // Each draw's term is log N(z;0,1) + log N(2;z,1) − [logsumexp_j log N(z;x_j,1) − ln 3].
         let r1 = inv_softplus(1.0);
-        let parts =
-            Matrix::from_rows(&[vec![-1.0, r1], vec![0.5, r1], vec![3.0, r1]]).unwrap();
+        let parts = Matrix::from_rows(&[vec![-1.0, r1], vec![0.5, r1], vec![3.0, r1]]).unwrap();
         let eps = vec![0.3, -1.1, 0.7];
         let guide = GuideSettings::normal();
         let mut sc = Scratch::default();
         let (_, elbo) = elbo_gradients(
-            &model(), &guide, &parts, &eps, &Batch::full(), 1.0, 1, 1, &mut sc,
+            &model(),
+            &guide,
+            &parts,
+            &eps,
+            &Batch::full(),
+            1.0,
+            1,
+            1,
+            &mut sc,
         )
         .unwrap();
         let xs = [-1.0, 0.5, 3.0];
@@ -160,11 +169,21 @@ mod tests {
         ])
         .unwrap();
         let s = 4;
-        let eps: Vec<f64> = (0..3 * s * d).map(|i| ((i as f64) * 1.7).sin() * 1.3).collect();
+        let eps: Vec<f64> = (0..3 * s * d)
+            .map(|i| ((i as f64) * 1.7).sin() * 1.3)
+            .collect();
         let guide = GuideSettings::normal();
         let mut sc = Scratch::default();
         let (g, _) = elbo_gradients(
-            &target, &guide, &parts, &eps, &Batch::full(), 1.0, s, 1, &mut sc,
+            &target,
+            &guide,
+            &parts,
+            &eps,
+            &Batch::full(),
+            1.0,
+            s,
+            1,
+            &mut sc,
         )
         .unwrap();
         let g = &g[0];
@@ -189,7 +208,11 @@ mod tests {
                 let mut dn = parts.row(i).to_vec();
                 dn[c] -= h;
                 let fd = (ell(i, &up) - ell(i, &dn)) / (2.0 * h);
-                assert!((fd - g.get(i, c)).abs() < 1e-7, "i={i} c={c}: {fd} vs {}", g.get(i, c));
+                assert!(
+                    (fd - g.get(i, c)).abs() < 1e-7,
+                    "i={i} c={c}: {fd} vs {}",
+                    g.get(i, c)
+                );
             }
         }
     }
@@ -205,11 +228,9 @@ mod tests {
             g[0] = -(x[0] - 0.5) / 0.8;
             -0.5 * (x[0] - 0.5).powi(2) / 0.8
         });
-        let parts = Matrix::from_rows(&[
-            vec![-0.6, inv_softplus(0.5)],
-            vec![0.4, inv_softplus(0.9)],
-        ])
-        .unwrap();
+        let parts =
+            Matrix::from_rows(&[vec![-0.6, inv_softplus(0.5)], vec![0.4, inv_softplus(0.9)]])
+                .unwrap();
         let s = 40_000;
         let m = 2;
         let mut rng = <rand_chacha::ChaCha8Rng as rand::SeedableRng>::seed_from_u64(11);
@@ -218,17 +239,31 @@ mod tests {
         guide.draw_noise(&mut rng, &mut eps);
         let mut sc = Scratch::default();
         let (g, _) = elbo_gradients(
-            &target, &guide, &parts, &eps, &Batch::full(), 1.0, s, 1, &mut sc,
+            &target,
+            &guide,
+            &parts,
+            &eps,
+            &Batch::full(),
+            1.0,
+            s,
+            1,
+            &mut sc,
         )
         .unwrap();
         let full_l = |ps: &Matrix| {
             let mut theta = vec![0.0; m * s * d];
             for i in 0..m {
-                guide.sample(ps.row(i), &eps[i * s..(i + 1) * s], &mut theta[i * s..(i + 1) * s]);
+                guide.sample(
+                    ps.row(i),
+                    &eps[i * s..(i + 1) * s],
+                    &mut theta[i * s..(i + 1) * s],
+                );
             }
             let mut lp = vec![0.0; m * s];
             let mut gr = vec![0.0; m * s];
-            target.log_density_and_grad(&theta, &Batch::full(), &mut lp, &mut gr).unwrap();
+            target
+                .log_density_and_grad(&theta, &Batch::full(), &mut lp, &mut gr)
+                .unwrap();
             let mut lq = vec![0.0; m * s];
             guide.mixture_log_density(ps, &theta, &mut lq, &mut gr);
             lp.iter().zip(&lq).map(|(a, b)| a - b).sum::<f64>() / (m * s) as f64

@@ -133,17 +133,26 @@ impl SteinSettings {
     /// size, or `jacobian = false` with the Normal guide.
     pub fn validate(&self) -> Result<()> {
         if self.num_particles == 0 {
-            return Err(Error::invalid("num_particles", "needs at least one particle"));
+            return Err(Error::invalid(
+                "num_particles",
+                "needs at least one particle",
+            ));
         }
         if self.num_elbo_particles == 0 {
-            return Err(Error::invalid("num_elbo_particles", "needs at least one draw"));
+            return Err(Error::invalid(
+                "num_elbo_particles",
+                "needs at least one draw",
+            ));
         }
         for (field, v) in [
             ("loss_temperature", self.loss_temperature),
             ("repulsion_temperature", self.repulsion_temperature),
         ] {
             if !(v.is_finite() && v >= 0.0) {
-                return Err(Error::invalid(field, format!("must be finite and ≥ 0, got {v}")));
+                return Err(Error::invalid(
+                    field,
+                    format!("must be finite and ≥ 0, got {v}"),
+                ));
             }
         }
         if self.batch_size == Some(0) {
