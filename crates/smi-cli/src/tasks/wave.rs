@@ -408,11 +408,12 @@ fn figure(bands: &[Map<String, Value>], path: &Path) -> Result<()> {
     let err = |e: &dyn std::fmt::Display| anyhow::anyhow!("drawing {}: {e}", path.display());
     root.fill(&WHITE).map_err(|e| err(&e))?;
     let (top, body) = root.split_vertically(40);
-    top.titled(
-        "90 % HDI of y_loc (shaded), posterior mean (dark), truth (black), training data (dots)",
-        (FONT_FAMILY, 18),
-    )
-    .map_err(|e| err(&e))?;
+    let title = if cols >= 3 {
+        "90 % HDI of y_loc (shaded), posterior mean (dark), truth (black), training data (dots)"
+    } else {
+        "90 % HDI of y_loc, mean, truth, data"
+    };
+    top.titled(title, (FONT_FAMILY, 18)).map_err(|e| err(&e))?;
     let panels = body.split_evenly((rows, cols));
     let band_color = RGBColor(31, 119, 180);
     for (si, &size) in sizes.iter().enumerate() {
