@@ -22,6 +22,7 @@ pub fn run(args: &Args) -> anyhow::Result<()> {
     tasks::recovery::report(&args.out)?;
     tasks::toy::report(&args.out)?;
     tasks::uci::report(&args.out)?;
+    tasks::mnist::report(&args.out)?;
     eprintln!("reports written to {}", args.out.display());
     Ok(())
 }

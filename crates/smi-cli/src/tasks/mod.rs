@@ -1,6 +1,7 @@
 //! One file per paper experiment. Each defines its clap `Args`, a `run` that appends records
 //! to `<out>/<experiment>.jsonl`, and a `report` that rebuilds its tables and figures from them.
 
+pub mod mnist;
 pub mod recovery;
 pub mod toy;
 pub mod uci;
@@ -23,6 +24,8 @@ pub enum Experiment {
     Toy(toy::Args),
     /// UCI regression, standard and Gap10 splits, all six methods (§7.3).
     Uci(uci::Args),
+    /// MNIST classification with 1- and 2-hidden-layer BNNs (§7.4).
+    Mnist(mnist::Args),
 }
 
 /// Runs one experiment.
@@ -33,5 +36,6 @@ pub fn run(experiment: Experiment) -> anyhow::Result<()> {
         Experiment::Recovery(a) => recovery::run(&a),
         Experiment::Toy(a) => toy::run(&a),
         Experiment::Uci(a) => uci::run(&a),
+        Experiment::Mnist(a) => mnist::run(&a),
     }
 }
