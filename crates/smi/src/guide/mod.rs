@@ -7,8 +7,9 @@
 pub mod delta;
 pub mod normal;
 
-use rand::Rng;
+use rand::{Rng, SeedableRng};
 use rand_distr::{Distribution, StandardNormal};
+use rayon::prelude::*;
 use serde::{Deserialize, Serialize};
 
 use crate::error::{Error, Result};
@@ -16,6 +17,9 @@ use crate::layout::Layout;
 use crate::matrix::Matrix;
 use crate::model::LogDensity;
 use crate::transform::inv_softplus;
+
+/// Noise values per independently seeded block in [`GuideSettings::draw_noise`].
+pub const NOISE_BLOCK: usize = 1 << 16;
 
 /// Which guide family each particle parameterises.
 #[derive(Clone, Copy, Debug, PartialEq, Serialize, Deserialize)]
@@ -188,10 +192,28 @@ impl GuideSettings {
     }
 
     /// Fills `eps` with standard-normal noise (nothing for Delta).
+    ///
+    /// Large buffers are filled in parallel: the buffer is cut into blocks of
+    /// [`NOISE_BLOCK`] values, each drawn from its own ChaCha8 stream seeded by one `u64` from
+    /// `rng`, so the result depends only on `rng`'s state, not on the thread count.
     pub fn draw_noise<R: Rng + ?Sized>(&self, rng: &mut R, eps: &mut [f64]) {
-        for e in eps.iter_mut() {
-            *e = StandardNormal.sample(rng);
+        if eps.len() <= NOISE_BLOCK {
+            for e in eps.iter_mut() {
+                *e = StandardNormal.sample(rng);
+            }
+            return;
         }
+        let seeds: Vec<u64> = (0..eps.len().div_ceil(NOISE_BLOCK))
+            .map(|_| rng.random())
+            .collect();
+        eps.par_chunks_mut(NOISE_BLOCK)
+            .zip(seeds)
+            .for_each(|(chunk, seed)| {
+                let mut r = rand_chacha::ChaCha8Rng::seed_from_u64(seed);
+                for e in chunk.iter_mut() {
+                    *e = StandardNormal.sample(&mut r);
+                }
+            });
     }
 
     /// Reparameterised draws from one particle: `theta` (S×d) from `psi` (p) and `eps`

@@ -12,9 +12,10 @@ const LN_2PI: f64 = 1.837_877_066_409_345_5;
 pub fn sample(psi: &[f64], eps: &[f64], theta: &mut [f64]) {
     let d = psi.len() / 2;
     let (loc, rho) = psi.split_at(d);
+    let sigma: Vec<f64> = rho.iter().map(|r| softplus(*r)).collect();
     for (t, e) in theta.chunks_exact_mut(d).zip(eps.chunks_exact(d)) {
         for c in 0..d {
-            t[c] = loc[c] + softplus(rho[c]) * e[c];
+            t[c] = loc[c] + sigma[c] * e[c];
         }
     }
 }
@@ -46,7 +47,10 @@ pub fn mixture_log_density(particles: &Matrix, theta: &[f64], logq: &mut [f64], 
         c[j] = cj;
     }
     // Rows are independent: split the K draws into chunks over rayon's threads.
-    let chunk = k.div_ceil(rayon::current_num_threads()).clamp(1, 64);
+    // Chunks of ≤ 32K values keep the per-chunk temporaries small (no mmap per call).
+    let chunk = k
+        .div_ceil(rayon::current_num_threads())
+        .min((32_768 / d.max(1)).max(1));
     theta
         .par_chunks(chunk * d)
         .zip(logq.par_chunks_mut(chunk))
@@ -142,8 +146,22 @@ mod tests {
     fn mixture_density_matches_direct_sum_and_gradient_matches_fd() {
         let d = 3;
         let parts = Matrix::from_rows(&[
-            vec![0.1, -1.0, 2.0, inv_softplus(0.5), inv_softplus(1.5), inv_softplus(0.3)],
-            vec![1.0, 0.0, -0.5, inv_softplus(2.0), inv_softplus(0.7), inv_softplus(1.1)],
+            vec![
+                0.1,
+                -1.0,
+                2.0,
+                inv_softplus(0.5),
+                inv_softplus(1.5),
+                inv_softplus(0.3),
+            ],
+            vec![
+                1.0,
+                0.0,
+                -0.5,
+                inv_softplus(2.0),
+                inv_softplus(0.7),
+                inv_softplus(1.1),
+            ],
         ])
         .unwrap();
         let theta = vec![0.3, -0.2, 1.0, 5.0, 4.0, -3.0];
@@ -151,7 +169,9 @@ mod tests {
             let comps: Vec<f64> = (0..2)
                 .map(|j| {
                     let p = parts.row(j);
-                    (0..d).map(|c| log_normal(u[c], p[c], softplus(p[d + c]))).sum::<f64>()
+                    (0..d)
+                        .map(|c| log_normal(u[c], p[c], softplus(p[d + c])))
+                        .sum::<f64>()
                 })
                 .collect();
             let mx = comps.iter().cloned().fold(f64::NEG_INFINITY, f64::max);
@@ -184,7 +204,10 @@ mod tests {
         let f = |p: &[f64]| {
             let mut th = vec![0.0; 6];
             sample(p, &eps, &mut th);
-            th.chunks_exact(2).map(|t| t[0] * w[0] + t[1] * w[1]).sum::<f64>() / 3.0
+            th.chunks_exact(2)
+                .map(|t| t[0] * w[0] + t[1] * w[1])
+                .sum::<f64>()
+                / 3.0
         };
         let delta: Vec<f64> = (0..3).flat_map(|_| w).collect();
         let mut out = vec![0.0; 4];

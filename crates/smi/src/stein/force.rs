@@ -1,6 +1,8 @@
 //! The attractive-force estimator of spec §2.2: per-particle gradients ĝ_i of the component
 //! ELBO with reparameterised draws and a stop-gradient mixture denominator.
 
+use rayon::prelude::*;
+
 use crate::data::Batch;
 use crate::error::{Error, Result};
 use crate::guide::GuideSettings;
@@ -10,6 +12,8 @@ use crate::model::LogDensity;
 /// Reusable buffers for one step (sized on first use).
 #[derive(Default, Debug)]
 pub(crate) struct Scratch {
+    /// Standard-normal noise of the current step (K×noise_dim), filled by the engine.
+    pub(crate) eps: Vec<f64>,
     theta: Vec<f64>,
     logp: Vec<f64>,
     grad: Vec<f64>,
@@ -49,25 +53,21 @@ pub(crate) fn elbo_gradients<M: LogDensity + ?Sized>(
     sc.grad.resize(k * d, 0.0);
     sc.logq.resize(k, 0.0);
     sc.gradq.resize(k * d, 0.0);
-    for g in 0..groups {
-        for i in 0..m {
-            let blk = (g * m + i) * s;
-            guide.sample(
-                particles.row(i),
-                &eps[blk * nd..(blk + s) * nd],
-                &mut sc.theta[blk * d..(blk + s) * d],
-            );
-        }
-    }
+    // Draws of each (group, particle) block are independent: fill them in parallel.
+    sc.theta
+        .par_chunks_mut(s * d)
+        .enumerate()
+        .for_each(|(blk, theta)| {
+            let e = &eps[blk * s * nd..(blk + 1) * s * nd];
+            guide.sample(particles.row(blk % m), e, theta);
+        });
     model.log_density_and_grad(&sc.theta, batch, &mut sc.logp, &mut sc.grad)?;
     if let Some(bad) = sc.logp.iter().position(|v| !v.is_finite()) {
         return Err(Error::non_finite(format!(
             "model log density of draw {bad}"
         )));
     }
-    if sc.grad.iter().any(|v| !v.is_finite()) {
-        return Err(Error::non_finite("model gradient"));
-    }
+    // A non-finite gradient propagates into ĝ and φ, which the step checks before updating.
     guide.mixture_log_density(particles, &sc.theta, &mut sc.logq, &mut sc.gradq);
     let mut elbo = 0.0;
     for (lp, lq) in sc.logp.iter().zip(&sc.logq) {
@@ -80,15 +80,15 @@ pub(crate) fn elbo_gradients<M: LogDensity + ?Sized>(
     let mut out = Vec::with_capacity(groups);
     for g in 0..groups {
         let mut ghat = Matrix::zeros(m, p);
-        for i in 0..m {
-            let blk = (g * m + i) * s;
-            guide.pullback(
-                particles.row(i),
-                &eps[blk * nd..(blk + s) * nd],
-                &sc.grad[blk * d..(blk + s) * d],
-                ghat.row_mut(i),
-            );
-        }
+        let first = g * m * s;
+        ghat.as_mut_slice()
+            .par_chunks_mut(p)
+            .enumerate()
+            .for_each(|(i, row)| {
+                let blk = first + i * s;
+                let e = &eps[blk * nd..(blk + s) * nd];
+                guide.pullback(particles.row(i), e, &sc.grad[blk * d..(blk + s) * d], row);
+            });
         out.push(ghat);
     }
     Ok((out, elbo))

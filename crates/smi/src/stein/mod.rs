@@ -112,20 +112,20 @@ impl<'a, M: LogDensity + ?Sized> SteinVi<'a, M> {
             crate::GradientReuse::PerPair => m,
         };
         let k = groups * m * s;
-        let mut eps = vec![0.0; k * st.guide.noise_dim(d)];
+        let mut scratch = self
+            .scratch
+            .lock()
+            .map_err(|_| Error::Data("scratch buffer poisoned by an earlier panic".into()))?;
+        let mut eps = std::mem::take(&mut scratch.eps);
+        eps.resize(k * st.guide.noise_dim(d), 0.0);
         st.guide.draw_noise(&mut state.rng, &mut eps);
         let mut batch = match rows {
             None => self.batcher.draw(&mut state.rng, k),
             Some(r) => Batch::shared(r.to_vec(), self.model.num_data()),
         };
         batch.jacobian = st.jacobian;
-        batch.validate(self.model.num_data(), k)?;
         let tau = st.loss_temperature * st.schedule.value(state.step);
-        let (ghats, elbo) = {
-            let mut scratch = self
-                .scratch
-                .lock()
-                .map_err(|_| Error::Data("scratch buffer poisoned by an earlier panic".into()))?;
+        let result = batch.validate(self.model.num_data(), k).and_then(|_| {
             force::elbo_gradients(
                 self.model,
                 &st.guide,
@@ -136,8 +136,11 @@ impl<'a, M: LogDensity + ?Sized> SteinVi<'a, M> {
                 s,
                 groups,
                 &mut scratch,
-            )?
-        };
+            )
+        });
+        scratch.eps = eps;
+        drop(scratch);
+        let (ghats, elbo) = result?;
         let gram = self.kernel.compute(&state.particles, &self.layout)?;
         let mut phi = match st.gradient_reuse {
             crate::GradientReuse::Shared => gram.weights.attract(&ghats[0]),
