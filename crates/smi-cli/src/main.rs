@@ -1,6 +1,8 @@
 //! `smi`: reproduce the ELBOing-Stein experiments, benchmark the engines, fit users' data.
 
 mod bench;
+mod fit;
+mod methods;
 mod progress;
 mod records;
 mod report;
@@ -28,6 +30,14 @@ enum Command {
     Report(report::Args),
     /// Time one step of an engine on a named configuration; prints one JSON line.
     Bench(bench::Args),
+    /// Fit a calibrated Bayesian neural network (regression or classification) to a CSV file
+    /// and save it as a `.smi` model.
+    Fit(fit::FitArgs),
+    /// Predict the rows of a CSV file with a saved model: mean, std and a central interval
+    /// (regression) or class probabilities (classification).
+    Predict(fit::PredictArgs),
+    /// Describe a saved model: network, how it was fitted, validation metrics.
+    Inspect(fit::InspectArgs),
 }
 
 fn main() -> anyhow::Result<()> {
@@ -36,5 +46,8 @@ fn main() -> anyhow::Result<()> {
         Command::Reproduce { experiment } => tasks::run(experiment),
         Command::Report(args) => report::run(&args),
         Command::Bench(args) => bench::run(&args),
+        Command::Fit(args) => fit::run(&args),
+        Command::Predict(args) => fit::predict::run(&args),
+        Command::Inspect(args) => fit::inspect::run(&args),
     }
 }

@@ -8,24 +8,19 @@
 //! interrupted run resumes where it stopped and `--shard I/N` lets N processes share the list.
 
 use std::collections::{BTreeMap, BTreeSet};
-use std::fmt;
 use std::path::{Path, PathBuf};
 use std::str::FromStr;
 use std::time::Instant;
 
 use anyhow::{anyhow, bail, Context, Result};
-use rand::SeedableRng;
-use rand_chacha::ChaCha8Rng;
 use serde_json::{json, Map, Value};
 use smi::metrics::regression::regression_metrics;
 use smi::metrics::stats::{not_worse_than_best, Better, MeanStd, PAPER_ALPHA};
 use smi::models::BnnRegression;
-use smi::{
-    EarlyStopSettings, Engine, Init, Matrix, NoObserver, Nuts, NutsSettings, Observer,
-    OptimizerSettings, Posterior, RunSettings, SteinSettings, SteinVi, Svi, SviSettings,
-};
+use smi::{Matrix, NoObserver, NutsSettings, Observer};
 use smi_data::{ColumnConvention, Prepared, Split, SplitKind, UciData, UciDataset};
 
+use crate::methods::{self, MethodSettings};
 use crate::progress::Bar;
 use crate::records;
 use crate::report::tables;
@@ -34,8 +29,7 @@ use crate::report::tables;
 pub const EXPERIMENT: &str = "uci";
 /// Records of the learning-rate search (`uci-lr.jsonl`).
 pub const TUNE_EXPERIMENT: &str = "uci-lr";
-/// The paper's learning-rate grid (spec §7.3).
-pub const LR_GRID: [f64; 6] = [5e-1, 5e-2, 5e-3, 5e-4, 5e-5, 5e-6];
+pub use crate::methods::{Method, LR_GRID};
 
 /// Options of `smi reproduce uci`.
 #[derive(clap::Args, Debug, Clone)]
@@ -115,82 +109,6 @@ Records (uci.jsonl): experiment, dataset, split_kind, split, method, seed, confi
 seconds, lr, metrics.{rmse, nll (proper: RMSE of the predictive mean, mixture NLL), rmse_paper \
 (over draws and points jointly), nll_paper (per-particle NLL for SVGD/ASVGD as in the paper's \
 code, = nll otherwise), seconds_per_step, steps}.";
-
-/// One of the six methods of the UCI table.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
-pub enum Method {
-    /// Stein mixture inference.
-    Smi,
-    /// SVGD.
-    Svgd,
-    /// Annealed SVGD.
-    Asvgd,
-    /// Mean-field VI.
-    Ovi,
-    /// MAP.
-    Map,
-    /// NUTS (reference).
-    Nuts,
-}
-
-impl Method {
-    /// All methods in the table's column order.
-    pub const ALL: [Method; 6] = [
-        Method::Smi,
-        Method::Svgd,
-        Method::Asvgd,
-        Method::Ovi,
-        Method::Map,
-        Method::Nuts,
-    ];
-
-    /// Lower-case name used on the command line and in records.
-    pub fn name(self) -> &'static str {
-        match self {
-            Method::Smi => "smi",
-            Method::Svgd => "svgd",
-            Method::Asvgd => "asvgd",
-            Method::Ovi => "ovi",
-            Method::Map => "map",
-            Method::Nuts => "nuts",
-        }
-    }
-
-    /// Column label in the tables.
-    pub fn label(self) -> &'static str {
-        match self {
-            Method::Smi => "SMI",
-            Method::Svgd => "SVGD",
-            Method::Asvgd => "ASVGD",
-            Method::Ovi => "OVI",
-            Method::Map => "MAP",
-            Method::Nuts => "NUTS",
-        }
-    }
-}
-
-impl fmt::Display for Method {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.write_str(self.name())
-    }
-}
-
-impl FromStr for Method {
-    type Err = anyhow::Error;
-
-    fn from_str(s: &str) -> Result<Self> {
-        let l = s.trim().to_ascii_lowercase();
-        Method::ALL
-            .into_iter()
-            .find(|m| m.name() == l)
-            .ok_or_else(|| {
-                anyhow!(
-                    "unknown method {s:?}; valid methods: {}",
-                    Method::ALL.map(Method::name).join(", ")
-                )
-            })
-    }
-}
 
 /// The paper's chosen learning rates (spec §9.4): exponents a of 5·10^−a in the order
 /// ASVGD, MAP, OVI, SMI, SVGD.
@@ -309,6 +227,19 @@ impl Plan {
             lr: args.lr.parse()?,
             progress: args.jobs <= 1 && std::env::var_os("SMI_NO_PROGRESS").is_none(),
         })
+    }
+
+    /// The engine settings for a training set of `n` rows.
+    fn method_settings(&self, n: usize) -> MethodSettings {
+        MethodSettings {
+            max_steps: self.max_steps,
+            num_particles: self.num_particles,
+            elbo_draws: self.elbo_draws,
+            batch_size: Some(self.batch_size.min(n)),
+            init_radius: self.init_radius,
+            early_stopping: true,
+            nuts: self.nuts.clone(),
+        }
     }
 
     /// The seed of the unit on `split` (also used by the learning-rate search on split 0).
@@ -730,8 +661,8 @@ impl Ctx<'_> {
             .context("cannot hold out the validation set")?;
         let prep = data.prepared(&holdout)?;
         let cached = records::read(self.out, TUNE_EXPERIMENT)?;
-        let mut best: Option<(f64, f64)> = None;
-        for lr in LR_GRID {
+        let grid_label = format!("tune {}/{}/{}", u.dataset, u.kind, u.method);
+        let (lr, v) = methods::best_lr(&LR_GRID, &grid_label, |lr| {
             let config = self.plan.config(u.method, Some(lr));
             let hit = cached.iter().rev().find(|r| {
                 records::text(r, "dataset") == Some(u.dataset.short_name())
@@ -739,50 +670,44 @@ impl Ctx<'_> {
                     && records::text(r, "method") == Some(u.method.name())
                     && records::text(r, "config") == Some(config.as_str())
             });
-            let val = match hit.and_then(|r| records::num(r, "metrics.val_rmse")) {
-                Some(v) => v,
-                None => {
-                    let label = format!("tune {}/{}/{} lr={lr:e}", u.dataset, u.kind, u.method);
-                    let fit = fit_and_evaluate(
-                        u.method,
-                        Some(lr),
-                        &prep,
-                        self.plan,
-                        self.plan.unit_seed(0),
-                        &label,
-                    );
-                    // A diverged run counts as the worst RMSE, not as an error.
-                    let v = match fit {
-                        Ok(f) if f.rmse_paper.is_finite() => f.rmse_paper,
-                        Ok(_) => f64::INFINITY,
-                        Err(e) => {
-                            eprintln!("note: {label}: {e:#} (counted as infinite RMSE)");
-                            f64::INFINITY
-                        }
-                    };
-                    eprintln!("{label}: validation RMSE {v:.4}");
-                    let Value::Object(rec) = json!({
-                        "dataset": u.dataset.short_name(),
-                        "split_kind": u.kind.name(),
-                        "split": 0,
-                        "method": u.method.name(),
-                        "seed": self.plan.seed,
-                        "config": config,
-                        "lr": lr,
-                        // JSON has no infinity: a diverged run is stored as null.
-                        "metrics": { "val_rmse": if v.is_finite() { Some(v) } else { None } },
-                    }) else {
-                        bail!("internal error: a record is not a JSON object");
-                    };
-                    records::append(self.out, TUNE_EXPERIMENT, rec)?;
-                    v
+            if let Some(v) = hit.and_then(|r| records::num(r, "metrics.val_rmse")) {
+                return Ok(v);
+            }
+            let label = format!("{grid_label} lr={lr:e}");
+            let fit = fit_and_evaluate(
+                u.method,
+                Some(lr),
+                &prep,
+                self.plan,
+                self.plan.unit_seed(0),
+                &label,
+            );
+            // A diverged run counts as the worst RMSE, not as an error.
+            let v = match fit {
+                Ok(f) if f.rmse_paper.is_finite() => f.rmse_paper,
+                Ok(_) => f64::INFINITY,
+                Err(e) => {
+                    eprintln!("note: {label}: {e:#} (counted as infinite RMSE)");
+                    f64::INFINITY
                 }
             };
-            if best.is_none_or(|(_, b)| val < b) {
-                best = Some((lr, val));
-            }
-        }
-        let (lr, v) = best.ok_or_else(|| anyhow!("empty learning-rate grid"))?;
+            eprintln!("{label}: validation RMSE {v:.4}");
+            let Value::Object(rec) = json!({
+                "dataset": u.dataset.short_name(),
+                "split_kind": u.kind.name(),
+                "split": 0,
+                "method": u.method.name(),
+                "seed": self.plan.seed,
+                "config": config,
+                "lr": lr,
+                // JSON has no infinity: a diverged run is stored as null.
+                "metrics": { "val_rmse": if v.is_finite() { Some(v) } else { None } },
+            }) else {
+                bail!("internal error: a record is not a JSON object");
+            };
+            records::append(self.out, TUNE_EXPERIMENT, rec)?;
+            Ok(v)
+        })?;
         eprintln!(
             "{}/{}/{}: chosen lr {lr:e} (validation RMSE {v:.4})",
             u.dataset, u.kind, u.method
@@ -820,91 +745,17 @@ fn fit_and_evaluate(
         .context("cannot build the UCI model")?;
     let x_test = matrix(&prep.x_test)?;
     let n = prep.y_train.len();
-    let batch = Some(plan.batch_size.min(n));
-    let init = Init::Uniform {
-        radius: plan.init_radius,
-    };
-    let lr_of = || lr.ok_or_else(|| anyhow!("{method} needs a learning rate"));
     let mut observer: Box<dyn Observer> = if plan.progress {
         Box::new(Bar::new(label, 50))
     } else {
         Box::new(NoObserver)
     };
-    let mut rng = ChaCha8Rng::seed_from_u64(seed ^ 0x5eed_5eed);
-    let (draws, steps, seconds, early_stopped) = match method {
-        Method::Smi | Method::Svgd | Method::Asvgd => {
-            let base = match method {
-                Method::Smi => SteinSettings {
-                    num_elbo_particles: plan.elbo_draws,
-                    ..SteinSettings::smi()
-                },
-                Method::Svgd => SteinSettings::svgd(),
-                _ => SteinSettings::asvgd(plan.max_steps),
-            };
-            let settings = SteinSettings {
-                num_particles: plan.num_particles,
-                init,
-                optimizer: OptimizerSettings::adam(lr_of()?),
-                batch_size: batch,
-                seed,
-                ..base
-            };
-            let engine = SteinVi::new(&model, settings)?;
-            let rs = RunSettings {
-                max_steps: plan.max_steps,
-                early_stopping: Some(EarlyStopSettings::default()),
-                ..Default::default()
-            };
-            let res = smi::run(&engine, engine.init()?, &rs, observer.as_mut())?;
-            let post = engine.posterior(&res.state);
-            let draws = post.predictive_draws(plan.pred_draws, &mut rng)?;
-            (
-                draws,
-                res.state.step,
-                res.seconds,
-                res.termination == smi::Termination::EarlyStopped,
-            )
-        }
-        Method::Ovi | Method::Map => {
-            let base = if method == Method::Ovi {
-                SviSettings::ovi()
-            } else {
-                SviSettings::map()
-            };
-            let settings = SviSettings {
-                init,
-                optimizer: OptimizerSettings::adam(lr_of()?),
-                batch_size: batch,
-                seed,
-                ..base
-            };
-            let engine = Svi::new(&model, settings)?;
-            let res = smi::run(
-                &engine,
-                engine.init()?,
-                &RunSettings::steps(plan.max_steps),
-                observer.as_mut(),
-            )?;
-            let post: Posterior = engine.posterior(&res.state);
-            // MAP: every one of the paper's 5000 draws is the same point; one suffices.
-            let draws = if method == Method::Map {
-                post.locations()
-            } else {
-                post.sample(plan.pred_draws, &mut rng)?.theta
-            };
-            (draws, res.state.step, res.seconds, false)
-        }
-        Method::Nuts => {
-            let t = Instant::now();
-            let res = Nuts::new(NutsSettings {
-                seed,
-                ..plan.nuts.clone()
-            })
-            .sample(&model, observer.as_mut())?;
-            let iters = (plan.nuts.num_warmup + plan.nuts.num_draws) as u64;
-            (res.draws, iters, t.elapsed().as_secs_f64(), false)
-        }
-    };
+    let settings = plan.method_settings(n);
+    let mut rng = methods::prediction_rng(seed);
+    let out = methods::fit(method, lr, &model, &settings, seed, observer.as_mut())?;
+    // MAP: every one of the paper's 5000 draws is the same point; one suffices.
+    let draws = out.fitted.predictive_draws(plan.pred_draws, &mut rng)?;
+    let (steps, seconds, early_stopped) = (out.steps, out.seconds, out.early_stopped);
     let pred = model
         .predict(draws.as_slice(), &x_test)
         .context("prediction failed")?;

@@ -1,0 +1,476 @@
+//! The `.smi` model file written by `smi fit` and read by `smi predict` / `smi inspect`.
+//!
+//! # Format (version 1)
+//!
+//! ```text
+//! <header: one line of UTF-8 JSON> '\n' <payload: rows × cols little-endian f64, row-major>
+//! ```
+//!
+//! The header is a single JSON object on the first line (so `head -n 1 model.smi` shows it):
+//!
+//! | key | meaning |
+//! |---|---|
+//! | `magic` | always `"smi-model"` |
+//! | `format_version` | `1`; a reader refuses any other version |
+//! | `smi_version` | version of the program that wrote the file |
+//! | `task` | `"regression"` or `"classification"` |
+//! | `method` | `smi`, `svgd`, `asvgd`, `ovi`, `map` or `nuts` |
+//! | `architecture` | `sizes` (input, hidden…, output widths), `activation` (`Relu`/`Tanh`), `noise` (regression: `{"GammaPrecision":{"shape":1,"rate":0.1}}` or `{"Fixed":σ}`, in standardised target units), `prior_scale` |
+//! | `target`, `features` | the CSV column names used for fitting, in the order of the network's inputs |
+//! | `x_scaler` | `mean`, `std` per feature: the network sees (x − mean) / std (training statistics, ddof 0, 1 for a constant column) |
+//! | `y_scaler` | regression: `mean`, `std` of the training targets, y = mean + std·y_model; `null` when targets were not scaled |
+//! | `classes` | classification: class names; class k of the network is `classes[k]` |
+//! | `settings` | how it was fitted: learning rate (and the grid scores under `--lr auto`), step budget, particles, ELBO draws, batch size, early stopping, seed, validation fraction, NUTS settings |
+//! | `training` | rows used, validation rows, steps run, seconds, early stopped, last loss |
+//! | `validation` | metrics on the validation split (`nll`; `rmse`, `coverage` of the central `interval`; or `accuracy`), or `null` |
+//! | `payload` | `kind` (`"particles"`: the m × p particle matrix of the fitted guide, `guide` says which — Normal: p = 2d, `[loc \| ρ]` with σ = softplus(ρ); Delta: p = d, θ; `"draws"`: NUTS draws, one θ per row), `rows`, `cols`, `dim` (d, the model dimension), `encoding` = `"f64-le"` |
+//!
+//! θ is in the model's unconstrained space: the network weights layer by layer (weights then
+//! biases), then u = log precision for a regression model with a learned noise.
+//!
+//! The payload is exactly `rows · cols · 8` bytes after the newline; a shorter file is reported
+//! as truncated, a longer one as corrupt.
+
+use std::io::Write;
+use std::path::Path;
+
+use anyhow::{anyhow, bail, Context, Result};
+use serde::{Deserialize, Serialize};
+use serde_json::Value;
+use smi::guide::GuideSettings;
+use smi::models::{Activation, Noise};
+use smi::{Matrix, Posterior};
+
+use crate::methods::Fitted;
+
+/// The `magic` value of every model file.
+pub const MAGIC: &str = "smi-model";
+/// The format version this program writes and reads.
+pub const FORMAT_VERSION: u64 = 1;
+/// The longest header accepted (a guard against reading a huge non-model file as a header).
+const MAX_HEADER: usize = 64 << 20;
+
+/// Regression or classification.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize, clap::ValueEnum)]
+#[serde(rename_all = "snake_case")]
+pub enum Task {
+    /// Gaussian likelihood on a numeric target.
+    Regression,
+    /// Categorical likelihood over the target's classes.
+    Classification,
+}
+
+impl Task {
+    /// Lower-case name.
+    pub fn name(self) -> &'static str {
+        match self {
+            Task::Regression => "regression",
+            Task::Classification => "classification",
+        }
+    }
+}
+
+/// The network and likelihood.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct Architecture {
+    /// Layer widths: inputs, hidden layers…, outputs (1 for regression, C for classification).
+    pub sizes: Vec<usize>,
+    /// Hidden-layer nonlinearity.
+    pub activation: Activation,
+    /// Observation noise (regression only).
+    pub noise: Option<Noise>,
+    /// Standard deviation of the N(0, s²) weight prior.
+    pub prior_scale: f64,
+}
+
+/// An affine standardisation: z = (v − mean) / std per column.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct Scaler {
+    /// Training means.
+    pub mean: Vec<f64>,
+    /// Training standard deviations (ddof 0; 1 for a constant column).
+    pub std: Vec<f64>,
+}
+
+/// How the model was fitted.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct Settings {
+    /// Adam's learning rate (`None` for NUTS).
+    pub lr: Option<f64>,
+    /// `"fixed"` or `"auto"` (grid search on the validation split).
+    pub lr_mode: String,
+    /// Under `--lr auto`: (learning rate, validation score) of each grid point; a diverged run
+    /// has score `null`.
+    pub lr_grid: Vec<(f64, Option<f64>)>,
+    /// Step budget.
+    pub max_steps: u64,
+    /// Particles m (SMI/SVGD/ASVGD).
+    pub particles: usize,
+    /// ELBO draws S per particle (SMI).
+    pub elbo_draws: usize,
+    /// Mini-batch rows (`None`: full data).
+    pub batch_size: Option<usize>,
+    /// Early stopping on the force norm (Stein methods).
+    pub early_stopping: bool,
+    /// Uniform(−r, r) initialisation radius.
+    pub init_radius: f64,
+    /// The seed of the fit (prediction draws derive theirs from it).
+    pub seed: u64,
+    /// Fraction of rows held out for validation (`None`: none).
+    pub validation: Option<f64>,
+    /// NUTS warm-up iterations and draws.
+    pub nuts_warmup: usize,
+    /// NUTS draws kept.
+    pub nuts_draws: usize,
+}
+
+/// What the fit did.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct Training {
+    /// Rows the model was fitted on.
+    pub rows: usize,
+    /// Rows held out for validation.
+    pub validation_rows: usize,
+    /// Steps run (NUTS: warm-up + draws).
+    pub steps: u64,
+    /// Training seconds.
+    pub seconds: f64,
+    /// Whether early stopping ended the run.
+    pub early_stopped: bool,
+    /// The loss of the last step.
+    pub final_loss: Option<f64>,
+}
+
+/// Validation metrics (`None` for a metric that does not apply or was not finite).
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+pub struct Metrics {
+    /// Mean negative log predictive density (regression: mixture NLL in target units;
+    /// classification: −mean log of the draw-averaged probability of the true class).
+    pub nll: Option<f64>,
+    /// Regression: RMSE of the predictive mean.
+    pub rmse: Option<f64>,
+    /// Classification: accuracy of the most probable class.
+    pub accuracy: Option<f64>,
+    /// Regression: fraction of targets inside the central predictive interval of mass
+    /// `interval`.
+    pub coverage: Option<f64>,
+    /// The mass of that interval.
+    pub interval: Option<f64>,
+}
+
+/// Which matrix the payload is.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum PayloadKind {
+    /// The fitted guide's particles.
+    Particles,
+    /// NUTS draws.
+    Draws,
+}
+
+/// Shape of the payload.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct Payload {
+    /// Particles or draws.
+    pub kind: PayloadKind,
+    /// The guide of the particles (`None` for draws).
+    pub guide: Option<GuideSettings>,
+    /// Number of rows (particles or draws).
+    pub rows: usize,
+    /// Values per row.
+    pub cols: usize,
+    /// d, the model dimension.
+    pub dim: usize,
+    /// Always `"f64-le"`.
+    pub encoding: String,
+}
+
+/// The JSON header.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct Header {
+    /// Always [`MAGIC`].
+    pub magic: String,
+    /// Always [`FORMAT_VERSION`] when written by this program.
+    pub format_version: u64,
+    /// The writing program's version.
+    pub smi_version: String,
+    /// Regression or classification.
+    pub task: Task,
+    /// The inference method's name.
+    pub method: String,
+    /// Network and likelihood.
+    pub architecture: Architecture,
+    /// Target column name.
+    pub target: String,
+    /// Feature column names, in input order.
+    pub features: Vec<String>,
+    /// Input standardisation.
+    pub x_scaler: Scaler,
+    /// Target standardisation (regression).
+    pub y_scaler: Option<Scaler>,
+    /// Class names (classification).
+    pub classes: Option<Vec<String>>,
+    /// How it was fitted.
+    pub settings: Settings,
+    /// What the fit did.
+    pub training: Training,
+    /// Validation metrics.
+    pub validation: Option<Metrics>,
+    /// Payload shape.
+    pub payload: Payload,
+}
+
+/// A model: header and payload.
+#[derive(Clone, Debug)]
+pub struct ModelFile {
+    /// The header.
+    pub header: Header,
+    /// The payload matrix (`payload.rows × payload.cols`).
+    pub payload: Matrix,
+}
+
+impl ModelFile {
+    /// A model file for `fitted` (the payload fields of `header` are filled in here).
+    pub fn new(mut header: Header, fitted: &Fitted, dim: usize) -> Self {
+        let (kind, guide, m) = match fitted {
+            Fitted::Variational(p) => (PayloadKind::Particles, Some(p.guide), p.particles.clone()),
+            Fitted::Draws(d) => (PayloadKind::Draws, None, d.clone()),
+        };
+        header.payload = Payload {
+            kind,
+            guide,
+            rows: m.rows(),
+            cols: m.cols(),
+            dim,
+            encoding: "f64-le".to_string(),
+        };
+        ModelFile { header, payload: m }
+    }
+
+    /// The fitted approximation the payload holds.
+    pub fn fitted(&self) -> Result<Fitted> {
+        let p = &self.header.payload;
+        match (p.kind, p.guide) {
+            (PayloadKind::Particles, Some(guide)) => Ok(Fitted::Variational(Posterior {
+                guide,
+                particles: self.payload.clone(),
+                dim: p.dim,
+            })),
+            (PayloadKind::Draws, _) => Ok(Fitted::Draws(self.payload.clone())),
+            (PayloadKind::Particles, None) => {
+                bail!("corrupt model header: particles without a guide")
+            }
+        }
+    }
+
+    /// Serialises to bytes.
+    pub fn to_bytes(&self) -> Result<Vec<u8>> {
+        let mut out = serde_json::to_vec(&self.header).context("cannot encode the header")?;
+        out.push(b'\n');
+        out.reserve(self.payload.as_slice().len() * 8);
+        for v in self.payload.as_slice() {
+            out.extend_from_slice(&v.to_le_bytes());
+        }
+        Ok(out)
+    }
+
+    /// Parses bytes; `source` names them in errors.
+    pub fn from_bytes(bytes: &[u8], source: &str) -> Result<Self> {
+        let not_model = |why: &str| anyhow!("{source} is not an smi model file ({why})");
+        let nl = bytes
+            .iter()
+            .take(MAX_HEADER)
+            .position(|&b| b == b'\n')
+            .ok_or_else(|| {
+                if bytes.is_empty() {
+                    not_model("the file is empty")
+                } else if bytes.starts_with(b"{\"magic\":\"smi-model\"") {
+                    anyhow!("{source} is truncated: the model header ends before its newline")
+                } else {
+                    not_model("no header line")
+                }
+            })?;
+        let v: Value = serde_json::from_slice(&bytes[..nl])
+            .map_err(|e| not_model(&format!("the header is not valid JSON: {e}")))?;
+        if v.get("magic").and_then(Value::as_str) != Some(MAGIC) {
+            return Err(not_model("the header has no \"magic\": \"smi-model\""));
+        }
+        match v.get("format_version").and_then(Value::as_u64) {
+            Some(FORMAT_VERSION) => {}
+            Some(other) => bail!(
+                "{source} is a model file of format version {other}; this smi ({}) reads \
+                 version {FORMAT_VERSION} only (refit the model with this version)",
+                crate::records::VERSION
+            ),
+            None => return Err(not_model("the header has no format_version")),
+        }
+        let header: Header = serde_json::from_value(v)
+            .map_err(|e| anyhow!("{source}: corrupt model header: {e}"))?;
+        let p = &header.payload;
+        if p.encoding != "f64-le" {
+            bail!(
+                "{source}: corrupt model header: unknown payload encoding {:?}",
+                p.encoding
+            );
+        }
+        let expected = p
+            .rows
+            .checked_mul(p.cols)
+            .and_then(|n| n.checked_mul(8))
+            .ok_or_else(|| anyhow!("{source}: corrupt model header: payload size overflows"))?;
+        let body = &bytes[nl + 1..];
+        if body.len() < expected {
+            bail!(
+                "{source} is truncated: the payload should have {expected} bytes ({} × {} f64 \
+                 values) but only {} are present",
+                p.rows,
+                p.cols,
+                body.len()
+            );
+        }
+        if body.len() > expected {
+            bail!(
+                "{source} is corrupt: {} bytes follow the {expected}-byte payload",
+                body.len() - expected
+            );
+        }
+        let want_cols = match (p.kind, p.guide) {
+            (PayloadKind::Particles, Some(GuideSettings::Normal { .. })) => 2 * p.dim,
+            _ => p.dim,
+        };
+        if p.cols != want_cols || p.rows == 0 {
+            bail!(
+                "{source}: corrupt model header: a {:?} payload of {} × {} does not fit d = {}",
+                p.kind,
+                p.rows,
+                p.cols,
+                p.dim
+            );
+        }
+        let values: Vec<f64> = body
+            .chunks_exact(8)
+            .map(|c| f64::from_le_bytes(c.try_into().unwrap_or([0; 8])))
+            .collect();
+        let payload = Matrix::from_vec(p.rows, p.cols, values)
+            .map_err(|e| anyhow!("{source}: corrupt payload: {e}"))?;
+        Ok(ModelFile { header, payload })
+    }
+
+    /// Writes to `path` (through a temporary file renamed into place).
+    pub fn save(&self, path: &Path) -> Result<()> {
+        let bytes = self.to_bytes()?;
+        let tmp = path.with_extension("smi.tmp");
+        let mut f = std::fs::File::create(&tmp)
+            .with_context(|| format!("cannot create {}", tmp.display()))?;
+        f.write_all(&bytes)
+            .and_then(|_| f.sync_all())
+            .with_context(|| format!("cannot write {}", tmp.display()))?;
+        drop(f);
+        std::fs::rename(&tmp, path)
+            .with_context(|| format!("cannot move {} to {}", tmp.display(), path.display()))?;
+        Ok(())
+    }
+
+    /// Reads `path`.
+    pub fn load(path: &Path) -> Result<Self> {
+        let bytes =
+            std::fs::read(path).with_context(|| format!("cannot read {}", path.display()))?;
+        Self::from_bytes(&bytes, &path.display().to_string())
+    }
+}
+
+/// `Some(v)` for a finite `v`.
+pub fn finite(v: f64) -> Option<f64> {
+    v.is_finite().then_some(v)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    pub(crate) fn sample() -> ModelFile {
+        let header = Header {
+            magic: MAGIC.into(),
+            format_version: FORMAT_VERSION,
+            smi_version: "t".into(),
+            task: Task::Regression,
+            method: "smi".into(),
+            architecture: Architecture {
+                sizes: vec![1, 2, 1],
+                activation: Activation::Relu,
+                noise: Some(Noise::uci()),
+                prior_scale: 1.0,
+            },
+            target: "y".into(),
+            features: vec!["x".into()],
+            x_scaler: Scaler {
+                mean: vec![0.5],
+                std: vec![2.0],
+            },
+            y_scaler: None,
+            classes: None,
+            settings: Settings {
+                lr: Some(1e-3),
+                lr_mode: "fixed".into(),
+                lr_grid: vec![],
+                max_steps: 1,
+                particles: 2,
+                elbo_draws: 1,
+                batch_size: None,
+                early_stopping: true,
+                init_radius: 0.1,
+                seed: 0,
+                validation: None,
+                nuts_warmup: 0,
+                nuts_draws: 0,
+            },
+            training: Training {
+                rows: 1,
+                validation_rows: 0,
+                steps: 1,
+                seconds: 0.0,
+                early_stopped: false,
+                final_loss: None,
+            },
+            validation: None,
+            payload: Payload {
+                kind: PayloadKind::Draws,
+                guide: None,
+                rows: 0,
+                cols: 0,
+                dim: 0,
+                encoding: String::new(),
+            },
+        };
+        // d = 1·2 + 2 + 2·1 + 1 + 1 (precision) = 8; Normal particles: 2 × 16.
+        let post = Posterior {
+            guide: GuideSettings::normal(),
+            particles: Matrix::from_fn(2, 16, |i, j| (i * 16 + j) as f64 * 0.25 - 1.0),
+            dim: 8,
+        };
+        ModelFile::new(header, &Fitted::Variational(post), 8)
+    }
+
+    #[test]
+    fn round_trip_and_errors() {
+        let m = sample();
+        let b = m.to_bytes().unwrap();
+        let back = ModelFile::from_bytes(&b, "m").unwrap();
+        assert_eq!(back.header, m.header);
+        assert_eq!(back.payload, m.payload);
+        let e = ModelFile::from_bytes(&b[..b.len() - 5], "m").unwrap_err();
+        assert!(e.to_string().contains("truncated"), "{e}");
+        let e = ModelFile::from_bytes(&b[..20], "m").unwrap_err();
+        assert!(e.to_string().contains("truncated"), "{e}");
+        let e = ModelFile::from_bytes(b"hello\nworld", "m").unwrap_err();
+        assert!(e.to_string().contains("not an smi model"), "{e}");
+        let s =
+            String::from_utf8_lossy(&b).replacen("\"format_version\":1", "\"format_version\":7", 1);
+        let e = ModelFile::from_bytes(s.as_bytes(), "m").unwrap_err();
+        assert!(e.to_string().contains("version 7"), "{e}");
+        let mut c = b.clone();
+        c[30] = b'#';
+        assert!(ModelFile::from_bytes(&c, "m").is_err());
+        assert!(ModelFile::from_bytes(b"", "m").is_err());
+    }
+}

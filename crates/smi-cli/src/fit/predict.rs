@@ -1,0 +1,397 @@
+//! `smi predict`: predictions of a saved model for the rows of a CSV file, and the prediction
+//! core that `smi fit` also uses for its validation metrics.
+//!
+//! Regression: θ draws from the fitted approximation (SMI/OVI: `--draws` mixture draws; SVGD,
+//! ASVGD, MAP: the particles; NUTS: the stored draws), mapped back to target units. Per row:
+//! the predictive mean (mean of y_loc over draws), the predictive standard deviation
+//! √(mean σ² + var y_loc) (the observation noise included), and the central interval of mass
+//! `--interval` from max(`--draws`, #θ) draws of y = y_loc + σ·ε (θ draws used in turn).
+//! Classification: the draw-averaged class probabilities and the most probable class.
+
+use std::path::{Path, PathBuf};
+
+use anyhow::{bail, Context, Result};
+use rand::{Rng, SeedableRng};
+use rand_chacha::ChaCha8Rng;
+use smi::metrics::regression::{central_interval, gaussian_log_lik, pointwise_log_predictive};
+use smi::models::{BnnClassifier, BnnRegression, Mlp, Noise};
+use smi::Matrix;
+
+use super::csv_input::{read_table, Table};
+use super::model_file::{finite, Header, Metrics, ModelFile, Task};
+use crate::methods::{prediction_rng, Fitted};
+
+/// Options of `smi predict`.
+#[derive(clap::Args, Debug, Clone)]
+pub struct PredictArgs {
+    /// A model written by `smi fit --save`.
+    #[arg(long)]
+    pub model: PathBuf,
+    /// Rows to predict: a CSV file with a header row holding (at least) the model's feature
+    /// columns; other columns are ignored, except the target column, which (when present)
+    /// gives test metrics on stderr.
+    #[arg(long)]
+    pub csv: PathBuf,
+    /// Mass of the central predictive interval (regression).
+    #[arg(long, default_value_t = 0.9)]
+    pub interval: f64,
+    /// Predictive draws (θ draws for SMI/OVI; y draws per row for the interval).
+    #[arg(long, default_value_t = 1000)]
+    pub draws: usize,
+    /// Output CSV: regression `mean,std,lower,upper`; classification one `prob_<class>`
+    /// column per class and `predicted_class`; rows in input order.
+    #[arg(long)]
+    pub out: PathBuf,
+    /// Seed of the prediction draws [default: the fit's seed].
+    #[arg(long)]
+    pub seed: Option<u64>,
+    /// Also write the test metrics (when the target column is present) as JSON here.
+    #[arg(long)]
+    pub metrics: Option<PathBuf>,
+}
+
+/// Rows per forward-pass chunk (bounds memory at draws × CHUNK values).
+const CHUNK: usize = 4096;
+
+/// Regression predictions in target units.
+#[derive(Clone, Debug, Default)]
+pub struct RegressionOutput {
+    /// Predictive mean per row.
+    pub mean: Vec<f64>,
+    /// Predictive standard deviation per row (noise included).
+    pub std: Vec<f64>,
+    /// Lower bound of the central interval per row.
+    pub lower: Vec<f64>,
+    /// Upper bound of the central interval per row.
+    pub upper: Vec<f64>,
+    /// Log predictive density of each target (when targets were given).
+    pub log_pred: Vec<f64>,
+}
+
+/// Classification predictions.
+#[derive(Clone, Debug, Default)]
+pub struct ClassOutput {
+    /// n × C draw-averaged probabilities.
+    pub probs: Vec<Vec<f64>>,
+    /// The most probable class per row.
+    pub predicted: Vec<usize>,
+}
+
+fn mlp(h: &Header) -> Result<Mlp> {
+    Mlp::new(&h.architecture.sizes, h.architecture.activation)
+        .context("corrupt model header: bad architecture")
+}
+
+/// A standard normal draw (Box–Muller).
+fn std_normal(rng: &mut ChaCha8Rng) -> f64 {
+    let u1: f64 = 1.0 - rng.random::<f64>(); // (0, 1]
+    let u2: f64 = rng.random::<f64>();
+    (-2.0 * u1.ln()).sqrt() * (std::f64::consts::TAU * u2).cos()
+}
+
+/// Regression predictions at the standardised inputs `x` (n × in); `y` (target units) adds
+/// the per-row log predictive density.
+pub fn predict_regression(
+    h: &Header,
+    fitted: &Fitted,
+    x: &Matrix,
+    draws: usize,
+    interval: f64,
+    seed: u64,
+    y: Option<&[f64]>,
+) -> Result<RegressionOutput> {
+    let noise: Noise = h
+        .architecture
+        .noise
+        .context("corrupt model header: a regression model without a noise model")?;
+    let model = BnnRegression::new(mlp(h)?, Matrix::zeros(1, x.cols()), vec![0.0], noise)?
+        .with_prior_scale(h.architecture.prior_scale)?;
+    let mut rng = prediction_rng(seed);
+    let theta = fitted.predictive_draws(draws, &mut rng)?;
+    let k = theta.rows();
+    let ydraws = draws.max(k);
+    let mut noise_rng = ChaCha8Rng::seed_from_u64(seed ^ 0x0b5e_4fed);
+    let (shift, scale) = match &h.y_scaler {
+        Some(s) => (s.mean[0], s.std[0]),
+        None => (0.0, 1.0),
+    };
+    let mut out = RegressionOutput::default();
+    let mut col = vec![0.0; ydraws];
+    for start in (0..x.rows()).step_by(CHUNK) {
+        let end = (start + CHUNK).min(x.rows());
+        let xc = Matrix::from_fn(end - start, x.cols(), |i, j| x.get(start + i, j));
+        let mut pred = model.predict(theta.as_slice(), &xc)?;
+        if h.y_scaler.is_some() {
+            pred.y_loc
+                .as_mut_slice()
+                .iter_mut()
+                .for_each(|v| *v = *v * scale + shift);
+            pred.noise_scale.iter_mut().for_each(|v| *v *= scale);
+        }
+        if !pred.y_loc.is_finite() || pred.noise_scale.iter().any(|v| !v.is_finite()) {
+            bail!("the model's predictions are not finite (the fit diverged; refit with a smaller --lr)");
+        }
+        let mean_var: f64 = pred.noise_scale.iter().map(|s| s * s).sum::<f64>() / k as f64;
+        for i in 0..end - start {
+            let m = (0..k).map(|s| pred.y_loc.get(s, i)).sum::<f64>() / k as f64;
+            let v = (0..k)
+                .map(|s| (pred.y_loc.get(s, i) - m).powi(2))
+                .sum::<f64>()
+                / k as f64;
+            out.mean.push(m);
+            out.std.push((mean_var + v).sqrt());
+            for (s, c) in col.iter_mut().enumerate() {
+                let t = s % k;
+                *c = pred.y_loc.get(t, i) + pred.noise_scale[t] * std_normal(&mut noise_rng);
+            }
+            let iv = central_interval(&col, interval)?;
+            out.lower.push(iv.lower);
+            out.upper.push(iv.upper);
+        }
+        if let Some(y) = y {
+            let ll = gaussian_log_lik(&pred.y_loc, &pred.noise_scale, &y[start..end])?;
+            out.log_pred.extend(pointwise_log_predictive(&ll)?);
+        }
+    }
+    Ok(out)
+}
+
+/// Regression metrics of `out` against `y`: NLL = −mean log predictive density (the same sum
+/// as `smi::metrics::regression::mixture_nll`), RMSE of the mean, interval coverage.
+pub fn regression_metrics(out: &RegressionOutput, y: &[f64], interval: f64) -> Metrics {
+    let n = y.len() as f64;
+    let nll = -out.log_pred.iter().sum::<f64>() / out.log_pred.len() as f64;
+    let ss: f64 = out.mean.iter().zip(y).map(|(m, v)| (v - m).powi(2)).sum();
+    let inside = y
+        .iter()
+        .enumerate()
+        .filter(|&(i, v)| out.lower[i] <= *v && *v <= out.upper[i])
+        .count();
+    Metrics {
+        nll: finite(nll),
+        rmse: finite((ss / n).sqrt()),
+        accuracy: None,
+        coverage: Some(inside as f64 / n),
+        interval: Some(interval),
+    }
+}
+
+/// Classification predictions at the standardised inputs `x`.
+pub fn predict_classes(
+    h: &Header,
+    fitted: &Fitted,
+    x: &Matrix,
+    draws: usize,
+    seed: u64,
+) -> Result<ClassOutput> {
+    let net = mlp(h)?;
+    let c = net.output_dim();
+    let model = BnnClassifier::new(net, Matrix::zeros(1, x.cols()), vec![0])?
+        .with_prior_scale(h.architecture.prior_scale)?;
+    let mut rng = prediction_rng(seed);
+    let theta = fitted.predictive_draws(draws, &mut rng)?;
+    let k = theta.rows();
+    let mut out = ClassOutput::default();
+    for start in (0..x.rows()).step_by(CHUNK) {
+        let end = (start + CHUNK).min(x.rows());
+        let n = end - start;
+        let xc = Matrix::from_fn(n, x.cols(), |i, j| x.get(start + i, j));
+        let p = model.predict_proba(theta.as_slice(), &xc)?;
+        for i in 0..n {
+            let mut row = vec![0.0; c];
+            for s in 0..k {
+                for (r, v) in row.iter_mut().zip(p.row(s * n + i)) {
+                    *r += v / k as f64;
+                }
+            }
+            if row.iter().any(|v| !v.is_finite()) {
+                bail!("the model's predictions are not finite (the fit diverged; refit with a smaller --lr)");
+            }
+            let best = (0..c)
+                .max_by(|&a, &b| row[a].total_cmp(&row[b]))
+                .unwrap_or(0);
+            out.predicted.push(best);
+            out.probs.push(row);
+        }
+    }
+    Ok(out)
+}
+
+/// Classification metrics against `labels`: NLL of the averaged probabilities, accuracy.
+pub fn class_metrics(out: &ClassOutput, labels: &[usize]) -> Metrics {
+    let n = labels.len() as f64;
+    let nll = -labels
+        .iter()
+        .zip(&out.probs)
+        .map(|(&l, p)| p[l].max(f64::MIN_POSITIVE).ln())
+        .sum::<f64>()
+        / n;
+    let acc = labels
+        .iter()
+        .zip(&out.predicted)
+        .filter(|(a, b)| a == b)
+        .count() as f64
+        / n;
+    Metrics {
+        nll: finite(nll),
+        accuracy: Some(acc),
+        ..Metrics::default()
+    }
+}
+
+/// The model's feature columns of `table`, standardised with the model's training statistics.
+pub fn features(h: &Header, table: &Table) -> Result<Matrix> {
+    let idx: Vec<usize> = h
+        .features
+        .iter()
+        .map(|f| table.column(f, "a feature the model was fitted on"))
+        .collect::<Result<_>>()?;
+    let mut x = table.numbers(&idx)?;
+    let cols = idx.len();
+    for row in x.chunks_mut(cols.max(1)) {
+        for ((v, m), s) in row.iter_mut().zip(&h.x_scaler.mean).zip(&h.x_scaler.std) {
+            *v = (*v - m) / s;
+        }
+    }
+    Ok(Matrix::from_vec(table.len(), cols, x)?)
+}
+
+fn check_args(a: &PredictArgs) -> Result<()> {
+    if !(a.interval > 0.0 && a.interval < 1.0) {
+        bail!("--interval must be in (0, 1), got {}", a.interval);
+    }
+    if a.draws < 2 {
+        bail!("--draws must be at least 2");
+    }
+    Ok(())
+}
+
+fn write_csv(
+    path: &Path,
+    header: &[String],
+    rows: impl Iterator<Item = Vec<String>>,
+) -> Result<()> {
+    let mut w = csv::Writer::from_path(path)
+        .with_context(|| format!("cannot create {}", path.display()))?;
+    w.write_record(header)
+        .with_context(|| format!("cannot write {}", path.display()))?;
+    for r in rows {
+        w.write_record(&r)
+            .with_context(|| format!("cannot write {}", path.display()))?;
+    }
+    w.flush()
+        .with_context(|| format!("cannot write {}", path.display()))?;
+    Ok(())
+}
+
+/// Runs `smi predict`.
+pub fn run(a: &PredictArgs) -> Result<()> {
+    check_args(a)?;
+    let model = ModelFile::load(&a.model)?;
+    let h = &model.header;
+    let fitted = model.fitted()?;
+    let table = read_table(&a.csv)?;
+    let x = features(h, &table)?;
+    let seed = a.seed.unwrap_or(h.settings.seed);
+    let target = table.headers.iter().position(|c| c == &h.target);
+    let metrics = match h.task {
+        Task::Regression => {
+            let y = target.map(|t| table.numbers(&[t])).transpose()?;
+            let out = predict_regression(h, &fitted, &x, a.draws, a.interval, seed, y.as_deref())?;
+            let head = ["mean", "std", "lower", "upper"].map(String::from);
+            write_csv(
+                &a.out,
+                &head,
+                (0..out.mean.len()).map(|i| {
+                    [out.mean[i], out.std[i], out.lower[i], out.upper[i]]
+                        .iter()
+                        .map(|v| v.to_string())
+                        .collect()
+                }),
+            )?;
+            y.map(|y| regression_metrics(&out, &y, a.interval))
+        }
+        Task::Classification => {
+            let classes = h
+                .classes
+                .as_ref()
+                .context("corrupt model header: a classifier without classes")?;
+            let out = predict_classes(h, &fitted, &x, a.draws, seed)?;
+            let mut head: Vec<String> = classes.iter().map(|c| format!("prob_{c}")).collect();
+            head.push("predicted_class".into());
+            write_csv(
+                &a.out,
+                &head,
+                out.probs.iter().zip(&out.predicted).map(|(p, &k)| {
+                    let mut r: Vec<String> = p.iter().map(|v| v.to_string()).collect();
+                    r.push(classes[k].clone());
+                    r
+                }),
+            )?;
+            match target {
+                None => None,
+                Some(t) => {
+                    let labels = table.labels(t)?;
+                    let idx: Option<Vec<usize>> = labels
+                        .iter()
+                        .map(|l| classes.iter().position(|c| c == l))
+                        .collect();
+                    match idx {
+                        Some(idx) => Some(class_metrics(&out, &idx)),
+                        None => {
+                            eprintln!(
+                                "note: column {:?} holds labels the model does not know; no test metrics",
+                                h.target
+                            );
+                            None
+                        }
+                    }
+                }
+            }
+        }
+    };
+    eprintln!(
+        "wrote {} predictions of {} rows to {}",
+        h.task.name(),
+        table.len(),
+        a.out.display()
+    );
+    if let Some(m) = metrics {
+        eprintln!(
+            "test metrics (column {:?} present): {}",
+            h.target,
+            describe(&m)
+        );
+        if let Some(p) = &a.metrics {
+            let text = serde_json::to_string_pretty(&m)?;
+            std::fs::write(p, text).with_context(|| format!("cannot write {}", p.display()))?;
+        }
+    } else if let Some(p) = &a.metrics {
+        bail!(
+            "--metrics {}: the CSV has no usable target column {:?}",
+            p.display(),
+            h.target
+        );
+    }
+    Ok(())
+}
+
+/// A one-line summary of metrics.
+pub fn describe(m: &Metrics) -> String {
+    let f = |v: Option<f64>| v.map_or_else(|| "n/a".to_string(), |v| format!("{v:.4}"));
+    let mut s = format!("nll {}", f(m.nll));
+    if m.rmse.is_some() {
+        s.push_str(&format!(", rmse {}", f(m.rmse)));
+    }
+    if let (Some(c), Some(i)) = (m.coverage, m.interval) {
+        s.push_str(&format!(
+            ", coverage of the {:.0} % interval {:.1} %",
+            i * 100.0,
+            c * 100.0
+        ));
+    }
+    if m.accuracy.is_some() {
+        s.push_str(&format!(", accuracy {}", f(m.accuracy)));
+    }
+    s
+}
