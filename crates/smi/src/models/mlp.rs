@@ -492,7 +492,7 @@ impl Mlp {
         if k == 0 || per == 0 {
             return Ok(());
         }
-        let chunk = chunk_size(k);
+        let chunk = chunk_size(k, n * dim);
         theta
             .par_chunks(chunk * dim)
             .zip(out.par_chunks_mut(chunk * per))
@@ -558,7 +558,7 @@ impl Mlp {
         let out_dim = self.output_dim();
         let inv_var = 1.0 / (prior_scale * prior_scale);
         let log_norm = -(nw as f64) * (prior_scale.ln() + LN_SQRT_2PI);
-        let chunk = chunk_size(k);
+        let chunk = chunk_size(k, 3 * max_rows * dim);
         theta
             .par_chunks(chunk * dim)
             .zip(grad.par_chunks_mut(chunk * dim))
@@ -609,9 +609,16 @@ impl Mlp {
     }
 }
 
-/// Draws per parallel chunk: about four chunks per rayon thread.
-fn chunk_size(k: usize) -> usize {
-    k.div_ceil(4 * rayon::current_num_threads()).max(1)
+/// Multiply-adds below which a chunk is not worth a rayon task (≈ 25–50 µs of work): tiny steps
+/// (SVGD, MAP on small nets) then run on the calling thread without dispatch.
+const MIN_CHUNK_WORK: usize = 1 << 18;
+
+/// Draws per parallel chunk: about four chunks per rayon thread, but at least
+/// [`MIN_CHUNK_WORK`] multiply-adds per chunk (`work_per_draw` ≈ rows × parameters).
+fn chunk_size(k: usize, work_per_draw: usize) -> usize {
+    k.div_ceil(4 * rayon::current_num_threads())
+        .max(MIN_CHUNK_WORK.div_ceil(work_per_draw.max(1)))
+        .clamp(1, k.max(1))
 }
 
 /// Copies the selected rows of `x` (all when `rows` is `None`) into `dst`, converting to T.

@@ -9,6 +9,10 @@ use crate::guide::GuideSettings;
 use crate::matrix::Matrix;
 use crate::model::LogDensity;
 
+/// Values below which a parallel loop stays on the calling thread (no rayon dispatch for tiny
+/// steps such as SVGD's).
+const MIN_PAR_VALUES: usize = 1 << 15;
+
 /// Reusable buffers for one step (sized on first use).
 #[derive(Default, Debug)]
 pub(crate) struct Scratch {
@@ -56,6 +60,7 @@ pub(crate) fn elbo_gradients<M: LogDensity + ?Sized>(
     // Draws of each (group, particle) block are independent: fill them in parallel.
     sc.theta
         .par_chunks_mut(s * d)
+        .with_min_len(MIN_PAR_VALUES.div_ceil(s * d))
         .enumerate()
         .for_each(|(blk, theta)| {
             let e = &eps[blk * s * nd..(blk + 1) * s * nd];
@@ -83,6 +88,7 @@ pub(crate) fn elbo_gradients<M: LogDensity + ?Sized>(
         let first = g * m * s;
         ghat.as_mut_slice()
             .par_chunks_mut(p)
+            .with_min_len(MIN_PAR_VALUES.div_ceil(s * d))
             .enumerate()
             .for_each(|(i, row)| {
                 let blk = first + i * s;
