@@ -27,7 +27,9 @@ pub fn append(out: &Path, experiment: &str, mut record: Map<String, Value>) -> R
     record
         .entry("experiment")
         .or_insert_with(|| Value::from(experiment));
-    record.entry("version").or_insert_with(|| Value::from(VERSION));
+    record
+        .entry("version")
+        .or_insert_with(|| Value::from(VERSION));
     let mut line = serde_json::to_string(&Value::Object(record))?;
     line.push('\n');
     let p = path(out, experiment);
@@ -56,7 +58,11 @@ pub fn read(out: &Path, experiment: &str) -> Result<Vec<Map<String, Value>>> {
         }
         match serde_json::from_str::<Value>(line) {
             Ok(Value::Object(m)) => out.push(m),
-            _ => eprintln!("warning: {}:{}: skipping an unreadable record", p.display(), i + 1),
+            _ => eprintln!(
+                "warning: {}:{}: skipping an unreadable record",
+                p.display(),
+                i + 1
+            ),
         }
     }
     Ok(out)

@@ -59,8 +59,8 @@ pub mod layout;
 pub mod linalg;
 pub mod matrix;
 pub mod metrics;
-pub mod models;
 pub mod model;
+pub mod models;
 pub mod optim;
 pub mod predictive;
 pub mod schedule;
@@ -81,10 +81,10 @@ pub use engine::{
     run, EarlyStopSettings, Engine, LossTrace, NoObserver, NonFinitePolicy, Observer, Progress,
     RunResult, RunSettings, State, StepInfo, Termination,
 };
+pub use guide::{GuideSettings, Init};
+pub use kernel::{Kernel, KernelSettings};
 pub use predictive::{MixtureDraws, Posterior};
 pub use stein::{AttractionNorm, GradientReuse, SteinSettings, SteinVi};
 pub use svi::{Svi, SviSettings};
-pub use guide::{GuideSettings, Init};
-pub use kernel::{Kernel, KernelSettings};
 pub mod nuts;
 pub use nuts::{Nuts, NutsResult, NutsSettings};

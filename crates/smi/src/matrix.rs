@@ -50,7 +50,11 @@ impl Matrix {
         let mut data = Vec::with_capacity(rows.len() * cols);
         for (i, r) in rows.iter().enumerate() {
             if r.len() != cols {
-                return Err(Error::shape(format!("Matrix::from_rows, row {i}"), cols, r.len()));
+                return Err(Error::shape(
+                    format!("Matrix::from_rows, row {i}"),
+                    cols,
+                    r.len(),
+                ));
             }
             data.extend_from_slice(r);
         }

@@ -38,7 +38,9 @@ impl Posterior {
 
     /// The m×d matrix of particle locations (loc for Normal, θ for Delta).
     pub fn locations(&self) -> Matrix {
-        Matrix::from_fn(self.num_particles(), self.dim, |i, c| self.particles.get(i, c))
+        Matrix::from_fn(self.num_particles(), self.dim, |i, c| {
+            self.particles.get(i, c)
+        })
     }
 
     /// The m×d matrix of guide scales σ = softplus(ρ) (zeros for Delta).
@@ -60,7 +62,10 @@ impl Posterior {
             return Err(Error::invalid("num_samples", "must be at least 1"));
         }
         if m == 0 {
-            return Err(Error::invalid("particles", "the posterior has no particles"));
+            return Err(Error::invalid(
+                "particles",
+                "the posterior has no particles",
+            ));
         }
         let d = self.dim;
         let mut theta = Matrix::zeros(n, d);
@@ -105,7 +110,10 @@ impl Posterior {
             let sc = self.scales();
             let m = self.num_particles().max(1) as f64;
             for (c, v) in var.iter_mut().enumerate() {
-                *v += (0..self.num_particles()).map(|i| sc.get(i, c).powi(2)).sum::<f64>() / m;
+                *v += (0..self.num_particles())
+                    .map(|i| sc.get(i, c).powi(2))
+                    .sum::<f64>()
+                    / m;
             }
         }
         var
@@ -154,6 +162,8 @@ mod tests {
             dim: 1,
         };
         assert!((post.marginal_variance()[0] - 1.25).abs() < 1e-12);
-        assert!(post.sample(0, &mut rand_chacha::ChaCha8Rng::seed_from_u64(0)).is_err());
+        assert!(post
+            .sample(0, &mut rand_chacha::ChaCha8Rng::seed_from_u64(0))
+            .is_err());
     }
 }

@@ -112,7 +112,8 @@ mod tests {
                 let fd = (t.forward(u + h) - t.forward(u - h)) / (2.0 * h);
                 assert!((fd - t.derivative(u)).abs() < 1e-7);
                 assert!((t.derivative(u).ln() - t.log_abs_det_jacobian(u)).abs() < 1e-12);
-                let fdj = (t.log_abs_det_jacobian(u + h) - t.log_abs_det_jacobian(u - h)) / (2.0 * h);
+                let fdj =
+                    (t.log_abs_det_jacobian(u + h) - t.log_abs_det_jacobian(u - h)) / (2.0 * h);
                 assert!((fdj - t.log_abs_det_jacobian_grad(u)).abs() < 1e-7);
             }
         }

@@ -31,7 +31,9 @@ impl BayesLinReg {
     /// data set (naming the row), [`Error::InvalidSettings`] for non-positive scales.
     pub fn new(x: Matrix, y: Vec<f64>, noise: f64, prior_scale: f64) -> Result<Self> {
         if x.rows() == 0 || x.cols() == 0 {
-            return Err(Error::Data("linear regression needs at least one row and one feature".into()));
+            return Err(Error::Data(
+                "linear regression needs at least one row and one feature".into(),
+            ));
         }
         if x.rows() != y.len() {
             return Err(Error::shape("BayesLinReg y", x.rows(), y.len()));
@@ -73,7 +75,11 @@ impl BayesLinReg {
             }
         }
         for a in 0..d {
-            prec.set(a, a, prec.get(a, a) + 1.0 / (self.prior_scale * self.prior_scale));
+            prec.set(
+                a,
+                a,
+                prec.get(a, a) + 1.0 / (self.prior_scale * self.prior_scale),
+            );
         }
         let cov = invert(&prec)?;
         let mean = (0..d)

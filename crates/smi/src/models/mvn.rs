@@ -38,7 +38,10 @@ impl DiagNormal {
             return Err(Error::shape("DiagNormal scale", mean.len(), scale.len()));
         }
         if let Some(s) = scale.iter().find(|s| !(s.is_finite() && **s > 0.0)) {
-            return Err(Error::invalid("scale", format!("must be positive, got {s}")));
+            return Err(Error::invalid(
+                "scale",
+                format!("must be positive, got {s}"),
+            ));
         }
         if mean.iter().any(|m| !m.is_finite()) {
             return Err(Error::non_finite("DiagNormal mean"));

@@ -68,6 +68,11 @@ mod tests {
     fn rejects_bad_settings() {
         assert!(OptimizerSettings::adagrad(-1.0).validate().is_err());
         assert!(OptimizerSettings::adam(f64::NAN).validate().is_err());
-        assert!(OptimizerSettings::Adagrad { lr: 0.1, momentum: 1.5 }.validate().is_err());
+        assert!(OptimizerSettings::Adagrad {
+            lr: 0.1,
+            momentum: 1.5
+        }
+        .validate()
+        .is_err());
     }
 }

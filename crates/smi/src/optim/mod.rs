@@ -91,7 +91,10 @@ impl OptimizerSettings {
             if (0.0..1.0).contains(&v) {
                 Ok(())
             } else {
-                Err(Error::invalid(field, format!("must lie in [0, 1), got {v}")))
+                Err(Error::invalid(
+                    field,
+                    format!("must lie in [0, 1), got {v}"),
+                ))
             }
         };
         match *self {
@@ -99,7 +102,10 @@ impl OptimizerSettings {
                 unit("b1", b1)?;
                 unit("b2", b2)?;
                 if eps.is_nan() || eps <= 0.0 {
-                    return Err(Error::invalid("eps", format!("must be positive, got {eps}")));
+                    return Err(Error::invalid(
+                        "eps",
+                        format!("must be positive, got {eps}"),
+                    ));
                 }
             }
             OptimizerSettings::Adagrad { momentum, .. } => unit("momentum", momentum)?,
