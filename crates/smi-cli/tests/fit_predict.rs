@@ -572,3 +572,74 @@ fn ninety_percent_intervals_cover_ninety_percent() {
     eprintln!("coverage of the 90 % interval: {cov:.4}; metrics {got}");
     assert!((0.85..=0.95).contains(&cov), "coverage {cov}");
 }
+
+/// Every method saves a model that predicts (particles or NUTS draws in the payload), and
+/// `--lr auto` searches the whole grid and records it.
+#[test]
+fn every_method_and_lr_auto_round_trip() {
+    let tmp = tempfile::tempdir().unwrap();
+    let dir = tmp.path();
+    let train = dir.join("train.csv");
+    let test = dir.join("test.csv");
+    std::fs::write(&train, regression_csv(150, 0.2, 31, Some(4))).unwrap();
+    std::fs::write(&test, regression_csv(40, 0.2, 32, Some(4))).unwrap();
+    for method in ["smi", "svgd", "asvgd", "ovi", "map", "nuts"] {
+        let model = dir.join(format!("{method}.smi"));
+        let mut args = vec![
+            "fit",
+            "--csv",
+            p(&train),
+            "--target",
+            "y",
+            "--method",
+            method,
+            "--hidden",
+            "5",
+            "--elbo-draws",
+            "2",
+            "--max-steps",
+            "60",
+            "--nuts-warmup",
+            "30",
+            "--nuts-draws",
+            "20",
+            "--validation",
+            "0.2",
+            "--save",
+            p(&model),
+        ];
+        if method == "smi" {
+            args.extend(["--lr", "auto"]);
+        }
+        let err = ok(&args);
+        assert!(err.contains("validation: nll"), "{method}: {err}");
+        let pred = dir.join(format!("{method}.csv"));
+        ok(&[
+            "predict",
+            "--model",
+            p(&model),
+            "--csv",
+            p(&test),
+            "--out",
+            p(&pred),
+            "--draws",
+            "50",
+        ]);
+        assert_eq!(read_csv(&pred).1.len(), 40, "{method}");
+        let o = smi(&["inspect", "--model", p(&model), "--json"]);
+        assert!(o.status.success());
+        let h: serde_json::Value = serde_json::from_slice(&o.stdout).unwrap();
+        assert_eq!(h["method"], method);
+        assert_eq!(h["magic"], "smi-model");
+        let kind = if method == "nuts" {
+            "draws"
+        } else {
+            "particles"
+        };
+        assert_eq!(h["payload"]["kind"], kind);
+        if method == "smi" {
+            assert_eq!(h["settings"]["lr_mode"], "auto");
+            assert_eq!(h["settings"]["lr_grid"].as_array().unwrap().len(), 6);
+        }
+    }
+}

@@ -4,6 +4,8 @@ use std::path::PathBuf;
 
 use anyhow::Result;
 
+use smi::guide::GuideSettings;
+
 use super::model_file::{ModelFile, PayloadKind};
 use super::predict::describe;
 
@@ -57,23 +59,36 @@ pub fn run(a: &InspectArgs) -> Result<()> {
         h.method,
         match h.payload.kind {
             PayloadKind::Particles => format!(
-                "{} particle(s) of a {:?} guide, d = {}",
-                h.payload.rows, h.payload.guide, h.payload.dim
+                "{} particle(s) of a {} guide, d = {}",
+                h.payload.rows,
+                match h.payload.guide {
+                    Some(GuideSettings::Normal { .. }) => "mean-field Normal",
+                    Some(GuideSettings::Delta) => "point-mass (Delta)",
+                    None => "?",
+                },
+                h.payload.dim
             ),
             PayloadKind::Draws => format!("{} NUTS draws, d = {}", h.payload.rows, h.payload.dim),
         }
     );
     let lr = s.lr.map_or_else(|| "-".to_string(), |v| format!("{v:e}"));
-    println!(
-        "fitted with  lr {lr} ({}), ≤ {} steps, S = {}, batch {}, early stopping {}, seed {}",
-        s.lr_mode,
-        s.max_steps,
-        s.elbo_draws,
-        s.batch_size
-            .map_or_else(|| "full".to_string(), |b| b.to_string()),
-        if s.early_stopping { "on" } else { "off" },
-        s.seed
-    );
+    if h.method == "nuts" {
+        println!(
+            "fitted with  NUTS, {} warm-up + {} draws on the full data, seed {}",
+            s.nuts_warmup, s.nuts_draws, s.seed
+        );
+    } else {
+        println!(
+            "fitted with  lr {lr} ({}), ≤ {} steps, S = {}, batch {}, early stopping {}, seed {}",
+            s.lr_mode,
+            s.max_steps,
+            s.elbo_draws,
+            s.batch_size
+                .map_or_else(|| "full".to_string(), |b| b.to_string()),
+            if s.early_stopping { "on" } else { "off" },
+            s.seed
+        );
+    }
     for (lr, v) in &s.lr_grid {
         println!(
             "  lr grid    {lr:e}: validation score {}",

@@ -569,7 +569,14 @@ pub fn run(a: &FitArgs) -> Result<()> {
     h.classes = classes;
     h.settings = Settings {
         lr,
-        lr_mode: if lr_auto { "auto" } else { "fixed" }.into(),
+        lr_mode: if method == Method::Nuts {
+            "none"
+        } else if lr_auto {
+            "auto"
+        } else {
+            "fixed"
+        }
+        .into(),
         lr_grid: grid_scores,
         max_steps: a.max_steps,
         particles: a.particles,
