@@ -57,6 +57,34 @@ impl Method {
         }
     }
 
+    /// Parses a name (case-insensitive); `None` if unknown.
+    pub fn from_name(s: &str) -> Option<Method> {
+        let s = s.trim().to_ascii_lowercase();
+        Method::ALL.into_iter().find(|m| m.name() == s)
+    }
+
+    /// Parses a `--methods` list (items may themselves be comma-separated); duplicates are
+    /// dropped, order is kept.
+    ///
+    /// # Errors
+    /// An unknown or empty name, with the valid ones listed.
+    pub fn parse_list(items: &[String]) -> Result<Vec<Method>> {
+        let valid = Method::ALL.map(Method::name).join(", ");
+        let mut out = Vec::new();
+        for item in items.iter().flat_map(|s| s.split(',')) {
+            let m = Method::from_name(item).ok_or_else(|| {
+                anyhow!("unknown method '{}'; valid methods: {valid}", item.trim())
+            })?;
+            if !out.contains(&m) {
+                out.push(m);
+            }
+        }
+        if out.is_empty() {
+            return Err(anyhow!("no method given; valid methods: {valid}"));
+        }
+        Ok(out)
+    }
+
     /// Column label in the tables.
     pub fn label(self) -> &'static str {
         match self {

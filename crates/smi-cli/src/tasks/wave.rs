@@ -18,8 +18,8 @@ use plotters::prelude::*;
 use serde_json::{json, Map, Value};
 
 use super::wave_common::{
-    default_nuts, evaluate, fit, mean_std, repeat_seeds, FitSpec, Method, PhaseArg, Problem,
-    Region, Size, SizeArg, MASTER_SEED, PARTICLES, PREDICTIVE_DRAWS, SMI_ELBO_DRAWS,
+    default_nuts, default_steps, evaluate, fit, mean_std, repeat_seeds, FitSpec, Method, PhaseArg,
+    Problem, Region, Size, SizeArg, MASTER_SEED, PARTICLES, PREDICTIVE_DRAWS, SMI_ELBO_DRAWS,
 };
 use crate::records;
 use crate::report::figures::{init_font, FONT_FAMILY};
@@ -149,7 +149,7 @@ pub fn run(args: &Args) -> Result<()> {
             for &method in &plan.methods {
                 let spec = FitSpec {
                     method,
-                    steps: plan.steps.unwrap_or(method.default_steps()),
+                    steps: plan.steps.unwrap_or(default_steps(method)),
                     particles: PARTICLES,
                     elbo_draws: SMI_ELBO_DRAWS,
                     draws: plan.draws,

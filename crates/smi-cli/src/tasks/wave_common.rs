@@ -131,98 +131,20 @@ impl PhaseArg {
     }
 }
 
-/// An inference method of the wave experiment.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash)]
-pub enum Method {
-    /// Stein mixture inference (Normal guide).
-    Smi,
-    /// SVGD (Delta guide).
-    Svgd,
-    /// Annealed SVGD.
-    Asvgd,
-    /// Mean-field VI.
-    Ovi,
-    /// MAP.
-    Map,
-    /// NUTS (reference).
-    Nuts,
+pub use crate::methods::Method;
+
+/// Whether the paper's evaluation takes one draw per particle (Delta guide in SteinVI), which is
+/// where its LPPD drops the 1/m (spec §8).
+pub fn has_lppd_artifact(method: Method) -> bool {
+    matches!(method, Method::Svgd | Method::Asvgd)
 }
 
-impl Method {
-    /// Every method, in table order.
-    pub const ALL: [Method; 6] = [
-        Method::Smi,
-        Method::Svgd,
-        Method::Asvgd,
-        Method::Ovi,
-        Method::Map,
-        Method::Nuts,
-    ];
-
-    /// The name in records and on the command line.
-    pub fn name(self) -> &'static str {
-        match self {
-            Method::Smi => "smi",
-            Method::Svgd => "svgd",
-            Method::Asvgd => "asvgd",
-            Method::Ovi => "ovi",
-            Method::Map => "map",
-            Method::Nuts => "nuts",
-        }
-    }
-
-    /// The label in tables and figures.
-    pub fn label(self) -> &'static str {
-        match self {
-            Method::Smi => "SMI",
-            Method::Svgd => "SVGD",
-            Method::Asvgd => "ASVGD",
-            Method::Ovi => "OVI",
-            Method::Map => "MAP",
-            Method::Nuts => "NUTS",
-        }
-    }
-
-    /// Parses a name (case-insensitive).
-    pub fn from_name(s: &str) -> Option<Method> {
-        let s = s.trim().to_ascii_lowercase();
-        Method::ALL.into_iter().find(|m| m.name() == s)
-    }
-
-    /// Parses `--methods` (a list, possibly with comma-separated items); duplicates are dropped.
-    ///
-    /// # Errors
-    /// An unknown or empty name, with the valid ones listed.
-    pub fn parse_list(items: &[String]) -> Result<Vec<Method>> {
-        let valid = Method::ALL.map(Method::name).join(", ");
-        let mut out = Vec::new();
-        for item in items.iter().flat_map(|s| s.split(',')) {
-            let m = Method::from_name(item).with_context(|| {
-                format!("unknown method '{}'; valid methods: {valid}", item.trim())
-            })?;
-            if !out.contains(&m) {
-                out.push(m);
-            }
-        }
-        if out.is_empty() {
-            bail!("no method given; valid methods: {valid}");
-        }
-        Ok(out)
-    }
-
-    /// Whether the paper's evaluation takes one draw per particle (Delta guide in SteinVI),
-    /// which is where its LPPD drops the 1/m (spec §8).
-    pub fn has_lppd_artifact(self) -> bool {
-        matches!(self, Method::Svgd | Method::Asvgd)
-    }
-
-    /// The paper's step budget.
-    pub fn default_steps(self) -> u64 {
-        match self {
-            Method::Smi | Method::Svgd | Method::Asvgd => STEIN_STEPS,
-            Method::Ovi | Method::Map => SVI_STEPS,
-            Method::Nuts => 0,
-        }
+/// The paper's step budget of `method` in the wave experiment.
+pub fn default_steps(method: Method) -> u64 {
+    match method {
+        Method::Smi | Method::Svgd | Method::Asvgd => STEIN_STEPS,
+        Method::Ovi | Method::Map => SVI_STEPS,
+        Method::Nuts => 0,
     }
 }
 
@@ -548,7 +470,7 @@ pub struct Evaluation {
 impl Evaluation {
     /// The LPPD the paper reports for `method`: log-sum for SVGD/ASVGD, proper otherwise.
     pub fn lppd_paper(&self, method: Method, region: Region) -> f64 {
-        if method.has_lppd_artifact() {
+        if has_lppd_artifact(method) {
             self.lppd_log_sum[&region]
         } else {
             self.lppd[&region]
