@@ -4,6 +4,8 @@
 //! guide's entropy gradient), not the sticking-the-landing estimator SMI uses; MAP ascends
 //! log p(T(u), D) without the log-Jacobian (the mode in constrained space).
 
+use std::sync::Mutex;
+
 use rand::SeedableRng;
 use rand_chacha::ChaCha8Rng;
 use serde::{Deserialize, Serialize};
@@ -104,6 +106,16 @@ pub struct Svi<'a, M: LogDensity + ?Sized> {
     model: &'a M,
     settings: SviSettings,
     batcher: Batcher,
+    scratch: Mutex<SviScratch>,
+}
+
+/// Buffers reused across steps (sized on first use), so a step allocates only its direction.
+#[derive(Default, Debug)]
+struct SviScratch {
+    eps: Vec<f64>,
+    theta: Vec<f64>,
+    logp: Vec<f64>,
+    grad: Vec<f64>,
 }
 
 impl<'a, M: LogDensity + ?Sized> Svi<'a, M> {
@@ -129,6 +141,7 @@ impl<'a, M: LogDensity + ?Sized> Svi<'a, M> {
             model,
             batcher: Batcher::new(n, settings.batch_size),
             settings,
+            scratch: Mutex::new(SviScratch::default()),
         })
     }
 
@@ -149,31 +162,37 @@ impl<'a, M: LogDensity + ?Sized> Svi<'a, M> {
         let st = &self.settings;
         let d = self.model.dim();
         let s = self.draws();
-        let psi = state.particles.row(0).to_vec();
-        let mut eps = vec![0.0; s * st.guide.noise_dim(d)];
-        st.guide.draw_noise(&mut state.rng, &mut eps);
+        let mut guard = self
+            .scratch
+            .lock()
+            .map_err(|_| Error::Data("scratch buffer poisoned by an earlier panic".into()))?;
+        let sc = &mut *guard;
+        let psi = state.particles.row(0);
+        sc.eps.resize(s * st.guide.noise_dim(d), 0.0);
+        st.guide.draw_noise(&mut state.rng, &mut sc.eps);
         let mut batch = match rows {
             None => self.batcher.draw(&mut state.rng, s),
             Some(r) => Batch::shared(r.to_vec(), self.model.num_data()),
         };
         batch.jacobian = st.jacobian;
         batch.validate(self.model.num_data(), s)?;
-        let mut theta = vec![0.0; s * d];
-        st.guide.sample(&psi, &eps, &mut theta);
-        let mut logp = vec![0.0; s];
-        let mut grad = vec![0.0; s * d];
+        sc.theta.resize(s * d, 0.0);
+        st.guide.sample(psi, &sc.eps, &mut sc.theta);
+        sc.logp.resize(s, 0.0);
+        sc.grad.resize(s * d, 0.0);
         self.model
-            .log_density_and_grad(&theta, &batch, &mut logp, &mut grad)?;
-        if logp.iter().chain(&grad).any(|v| !v.is_finite()) {
+            .log_density_and_grad(&sc.theta, &batch, &mut sc.logp, &mut sc.grad)?;
+        // A non-finite gradient propagates into g, which the step checks before updating.
+        if sc.logp.iter().any(|v| !v.is_finite()) {
             return Err(Error::non_finite(format!(
-                "model log density or gradient at step {}",
+                "model log density at step {}",
                 state.step
             )));
         }
         let mut g = vec![0.0; psi.len()];
-        st.guide.pullback(&psi, &eps, &grad, &mut g);
-        st.guide.add_entropy_grad(&psi, &mut g);
-        let elbo = logp.iter().sum::<f64>() / s as f64 + st.guide.entropy(&psi);
+        st.guide.pullback(psi, &sc.eps, &sc.grad, &mut g);
+        st.guide.add_entropy_grad(psi, &mut g);
+        let elbo = sc.logp.iter().sum::<f64>() / s as f64 + st.guide.entropy(psi);
         Ok((g, elbo))
     }
 }
