@@ -40,12 +40,14 @@ impl AdamState {
         let i = self.t as f64 + 1.0;
         let c1 = 1.0 - b1.powf(i);
         let c2 = 1.0 - b2.powf(i);
+        // lr·m̂/(√v̂ + eps) with m̂ = m/c1, √v̂ = √v/√c2: the bias corrections folded into two
+        // scalars, so each coordinate costs one square root and one division.
+        let step = lr / c1;
+        let inv_sqrt_c2 = 1.0 / c2.sqrt();
         for (((x, g), m), v) in x.iter_mut().zip(g).zip(&mut self.m).zip(&mut self.v) {
             *m = (1.0 - b1) * g + b1 * *m;
             *v = (1.0 - b2) * g * g + b2 * *v;
-            let mhat = *m / c1;
-            let vhat = *v / c2;
-            *x -= lr * mhat / (vhat.sqrt() + eps);
+            *x -= step * *m / (v.sqrt() * inv_sqrt_c2 + eps);
         }
         self.t += 1;
         Ok(())

@@ -1,0 +1,213 @@
+//! Products with a dimension of 1 — outer products (k = 1), matrix–vector products (n = 1 or
+//! m = 1) and dot products — as plain loops over contiguous rows.
+//!
+//! Whatever the transposition flags, every operand of such a product is either a contiguous
+//! vector or a row-major matrix read row by row, so each case is an `axpy` (c ← c + s·x) or a
+//! `dot` over contiguous slices. Both vectorise (the dot keeps 16 partial sums); on x86-64 the
+//! loops are compiled a second time for AVX2 and chosen at run time.
+
+use super::Op;
+use std::ops::{Add, Mul};
+
+/// The real scalars the products run in (`f32`, `f64`); `Default` is zero.
+pub trait Real:
+    Copy + Default + Add<Output = Self> + Mul<Output = Self> + Send + Sync + 'static
+{
+}
+
+impl Real for f32 {}
+
+impl Real for f64 {}
+
+/// [`super::gemm`] for `m == 1 || k == 1 || n == 1` (and m, n ≥ 1), same contract.
+#[allow(clippy::too_many_arguments)]
+pub(super) fn gemm<T: Real>(
+    c: &mut [T],
+    a: &[T],
+    op_a: Op,
+    b: &[T],
+    op_b: Op,
+    m: usize,
+    k: usize,
+    n: usize,
+    alpha: T,
+    accumulate: bool,
+) {
+    #[cfg(target_arch = "x86_64")]
+    if std::arch::is_x86_feature_detected!("avx2") {
+        // SAFETY: the CPU supports AVX2, checked just above.
+        unsafe { gemm_avx2(c, a, op_a, b, op_b, m, k, n, alpha, accumulate) };
+        return;
+    }
+    gemm_impl(c, a, op_a, b, op_b, m, k, n, alpha, accumulate);
+}
+
+/// [`gemm_impl`] compiled for AVX2 (8 f32 lanes instead of SSE2's 4); same arithmetic.
+///
+/// # Safety
+/// The CPU must support AVX2.
+#[cfg(target_arch = "x86_64")]
+#[target_feature(enable = "avx2")]
+#[allow(clippy::too_many_arguments)]
+unsafe fn gemm_avx2<T: Real>(
+    c: &mut [T],
+    a: &[T],
+    op_a: Op,
+    b: &[T],
+    op_b: Op,
+    m: usize,
+    k: usize,
+    n: usize,
+    alpha: T,
+    accumulate: bool,
+) {
+    gemm_impl(c, a, op_a, b, op_b, m, k, n, alpha, accumulate);
+}
+
+#[inline(always)]
+#[allow(clippy::too_many_arguments)]
+fn gemm_impl<T: Real>(
+    c: &mut [T],
+    a: &[T],
+    op_a: Op,
+    b: &[T],
+    op_b: Op,
+    m: usize,
+    k: usize,
+    n: usize,
+    alpha: T,
+    accumulate: bool,
+) {
+    let c = &mut c[..m * n];
+    let a = &a[..m * k];
+    let b = &b[..k * n];
+    if k == 0 {
+        if !accumulate {
+            c.fill(T::default());
+        }
+        return;
+    }
+    if m == 1 && n == 1 {
+        // both operands are contiguous vectors of length k, whatever the flags
+        let v = alpha * dot(a, b);
+        c[0] = if accumulate { c[0] + v } else { v };
+    } else if k == 1 {
+        // outer product: op(A) is the column a[0..m], op(B) the row b[0..n]
+        for (row, &ai) in c.chunks_exact_mut(n).zip(a) {
+            scaled_add(row, alpha * ai, b, accumulate);
+        }
+    } else if n == 1 {
+        // matrix–vector: c (m) = op(A) (m×k) · b (k)
+        match op_a {
+            Op::N => {
+                for (ci, row) in c.iter_mut().zip(a.chunks_exact(k)) {
+                    let v = alpha * dot(row, b);
+                    *ci = if accumulate { *ci + v } else { v };
+                }
+            }
+            // A stored k×m: c = Σ_l b_l · (row l of A)
+            Op::T => accumulate_rows(c, a.chunks_exact(m), b, alpha, accumulate),
+        }
+    } else {
+        // m == 1, vector–matrix: c (n) = a (k) · op(B) (k×n)
+        match op_b {
+            // B stored k×n: c = Σ_l a_l · (row l of B)
+            Op::N => accumulate_rows(c, b.chunks_exact(n), a, alpha, accumulate),
+            Op::T => {
+                for (cj, row) in c.iter_mut().zip(b.chunks_exact(k)) {
+                    let v = alpha * dot(a, row);
+                    *cj = if accumulate { *cj + v } else { v };
+                }
+            }
+        }
+    }
+}
+
+/// c ← (accumulate ? c : 0) + Σ_l alpha·w_l·(row l), every row of length `c.len()`.
+///
+/// Column blocks of 32 stay in registers while all rows stream through, so each input value is
+/// loaded once and c is written once per block (an axpy per row would reload and store c for
+/// every row).
+#[inline(always)]
+fn accumulate_rows<'a, T: Real>(
+    c: &mut [T],
+    rows: impl Iterator<Item = &'a [T]> + Clone,
+    w: &[T],
+    alpha: T,
+    accumulate: bool,
+) {
+    const B: usize = 32;
+    let n = c.len();
+    let mut start = 0;
+    while start < n {
+        let width = B.min(n - start);
+        let mut acc = [T::default(); B];
+        if width == B {
+            for (row, &wl) in rows.clone().zip(w) {
+                let s = alpha * wl;
+                let r = &row[start..start + B];
+                for t in 0..B {
+                    acc[t] = acc[t] + s * r[t];
+                }
+            }
+        } else {
+            for (row, &wl) in rows.clone().zip(w) {
+                let s = alpha * wl;
+                for (a, &v) in acc[..width].iter_mut().zip(&row[start..start + width]) {
+                    *a = *a + s * v;
+                }
+            }
+        }
+        let out = &mut c[start..start + width];
+        if accumulate {
+            for (o, &a) in out.iter_mut().zip(&acc[..width]) {
+                *o = *o + a;
+            }
+        } else {
+            out.copy_from_slice(&acc[..width]);
+        }
+        start += width;
+    }
+}
+
+/// y ← (accumulate ? y : 0) + s·x (same lengths).
+#[inline(always)]
+fn scaled_add<T: Real>(y: &mut [T], s: T, x: &[T], accumulate: bool) {
+    if accumulate {
+        for (yi, &xi) in y.iter_mut().zip(x) {
+            *yi = *yi + s * xi;
+        }
+    } else {
+        for (yi, &xi) in y.iter_mut().zip(x) {
+            *yi = s * xi;
+        }
+    }
+}
+
+/// Σ xᵢ·yᵢ with 16 independent partial sums, so that the loop vectorises.
+#[inline(always)]
+fn dot<T: Real>(x: &[T], y: &[T]) -> T {
+    const L: usize = 16;
+    let mut acc = [T::default(); L];
+    let xc = x.chunks_exact(L);
+    let yc = y.chunks_exact(L);
+    let (xr, yr) = (xc.remainder(), yc.remainder());
+    for (xs, ys) in xc.zip(yc) {
+        for i in 0..L {
+            acc[i] = acc[i] + xs[i] * ys[i];
+        }
+    }
+    let mut tail = T::default();
+    for (&xi, &yi) in xr.iter().zip(yr) {
+        tail = tail + xi * yi;
+    }
+    // pairwise reduction of the partial sums
+    let mut w = L;
+    while w > 1 {
+        w /= 2;
+        for i in 0..w {
+            acc[i] = acc[i] + acc[i + w];
+        }
+    }
+    acc[0] + tail
+}
