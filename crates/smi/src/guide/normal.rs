@@ -196,6 +196,54 @@ mod tests {
     }
 
     #[test]
+    fn large_mixture_matches_the_direct_formula() {
+        // K = 400 rows and d = 1000: many row chunks of the expanded-square products, each
+        // checked against the direct sum of Gaussian log densities.
+        let (m, d, k) = (3, 1000, 400);
+        let parts = Matrix::from_fn(m, 2 * d, |j, c| {
+            if c < d {
+                ((j * 31 + c * 7) as f64 * 0.13).sin()
+            } else {
+                inv_softplus(0.4 + 0.3 * ((j + c) as f64 * 0.7).cos().abs())
+            }
+        });
+        let theta: Vec<f64> = (0..k * d).map(|v| (v as f64 * 0.011).sin() * 1.5).collect();
+        let mut lq = vec![0.0; k];
+        let mut g = vec![0.0; k * d];
+        mixture_log_density(&parts, &theta, &mut lq, &mut g);
+        for r in (0..k).step_by(37) {
+            let u = &theta[r * d..(r + 1) * d];
+            let comps: Vec<f64> = (0..m)
+                .map(|j| {
+                    let p = parts.row(j);
+                    (0..d)
+                        .map(|c| log_normal(u[c], p[c], softplus(p[d + c])))
+                        .sum::<f64>()
+                })
+                .collect();
+            let mx = comps.iter().cloned().fold(f64::NEG_INFINITY, f64::max);
+            let sum: f64 = comps.iter().map(|v| (v - mx).exp()).sum();
+            let want = mx + sum.ln() - (m as f64).ln();
+            // sums of 1000 terms of size ≈ 10: 1e-9 relative to |log q| ≈ 1e4 is rounding
+            assert!((lq[r] - want).abs() < 1e-9 * want.abs(), "row {r}");
+            for c in (0..d).step_by(53) {
+                // ∂/∂u_c = −Σ_j w_j (u_c − μ_jc)/σ_jc²
+                let gw: f64 = (0..m)
+                    .map(|j| {
+                        let p = parts.row(j);
+                        let s = softplus(p[d + c]);
+                        -(comps[j] - mx).exp() / sum * (u[c] - p[c]) / (s * s)
+                    })
+                    .sum();
+                assert!(
+                    (g[r * d + c] - gw).abs() < 1e-9 * (1.0 + gw.abs()),
+                    "{r},{c}"
+                );
+            }
+        }
+    }
+
+    #[test]
     fn pullback_is_the_chain_rule() {
         // f(θ) = Σ_s Σ_c w_c θ_sc with θ = loc + softplus(ρ) ε; check against FD in ψ.
         let psi = vec![0.2, -0.4, 0.3, -1.0];
