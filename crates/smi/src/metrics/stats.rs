@@ -40,10 +40,17 @@ pub fn mean(x: &[f64]) -> Result<f64> {
 ///
 /// # Errors
 /// [`Error::Data`] if `x` is empty or holds a NaN.
+///
+/// Computed by the corrected two-pass algorithm (Chan, Golub & LeVeque 1983): the rounding of
+/// the mean is removed by subtracting (Σ (x_i − x̄))²/n, so equal values give exactly 0.
 pub fn std(x: &[f64]) -> Result<f64> {
     let m = mean(x)?;
-    let ss: f64 = x.iter().map(|v| (v - m) * (v - m)).sum();
-    Ok((ss / x.len() as f64).sqrt())
+    let n = x.len() as f64;
+    let (ss, s) = x.iter().fold((0.0, 0.0), |(ss, s), v| {
+        let e = v - m;
+        (ss + e * e, s + e)
+    });
+    Ok(((ss - s * s / n) / n).max(0.0).sqrt())
 }
 
 /// A mean ± standard deviation (ddof 0) pair, the aggregate reported in the paper's tables
@@ -375,6 +382,16 @@ mod tests {
             (a - b).abs() <= tol * (1.0 + b.abs()),
             "{a} vs {b} (tol {tol})"
         );
+    }
+
+    #[test]
+    fn std_of_equal_values_is_exactly_zero() {
+        // copies of values whose summed mean is off by an ulp for some n (0.1 × 7, 1e10/3 × 7,
+        // −7.25e-3 × 5): the plain two-pass formula then gives a small positive std
+        for v in [2.302_585_092_994_045_6, 0.1, 1e10 / 3.0, -7.25e-3] {
+            assert_eq!(std(&[v; 5]).unwrap(), 0.0, "{v}");
+            assert_eq!(std(&[v; 7]).unwrap(), 0.0, "{v}");
+        }
     }
 
     #[test]
