@@ -8,6 +8,9 @@ use crate::transform::{sigmoid, softplus};
 
 const LN_2PI: f64 = 1.837_877_066_409_345_5;
 
+/// m·d from which the mixture's per-particle coefficients are computed in parallel blocks.
+const COEFF_PAR_MIN: usize = 1 << 16;
+
 /// θ_s = loc + σ ⊙ ε_s for every row s of `eps` (S×d).
 pub fn sample(psi: &[f64], eps: &[f64], theta: &mut [f64]) {
     let d = psi.len() / 2;
@@ -33,18 +36,48 @@ pub fn mixture_log_density(particles: &Matrix, theta: &[f64], logq: &mut [f64], 
     let mut a = vec![0.0; m * d];
     let mut b = vec![0.0; m * d];
     let mut c = vec![0.0; m];
-    for j in 0..m {
-        let psi = particles.row(j);
-        let (loc, rho) = psi.split_at(d);
-        let mut cj = -0.5 * d as f64 * LN_2PI;
-        for i in 0..d {
-            let s = softplus(rho[i]);
-            let inv = 1.0 / (s * s);
-            a[j * d + i] = inv;
-            b[j * d + i] = loc[i] * inv;
-            cj -= 0.5 * loc[i] * loc[i] * inv + s.ln();
-        }
-        c[j] = cj;
+    // Three transcendental calls per coordinate and particle (≈ 8 ms serial at MNIST's
+    // m·d = 400K): blocks of coordinates run in parallel when there are many. The partial sums
+    // of c are collected in order and added sequentially, so c does not depend on the threads.
+    let block = if m * d >= COEFF_PAR_MIN {
+        4096
+    } else {
+        d.max(1)
+    };
+    for (j, cj) in c.iter_mut().enumerate() {
+        let (loc, rho) = particles.row(j).split_at(d);
+        let (aj, bj) = (&mut a[j * d..(j + 1) * d], &mut b[j * d..(j + 1) * d]);
+        let fill = |(t, (ab, bb)): (usize, (&mut [f64], &mut [f64]))| {
+            let start = t * block;
+            let mut part = 0.0;
+            for (((av, bv), &l), &r) in ab
+                .iter_mut()
+                .zip(bb.iter_mut())
+                .zip(&loc[start..])
+                .zip(&rho[start..])
+            {
+                let s = softplus(r);
+                let inv = 1.0 / (s * s);
+                *av = inv;
+                *bv = l * inv;
+                part -= 0.5 * l * l * inv + s.ln();
+            }
+            part
+        };
+        let parts: Vec<f64> = if block < d {
+            aj.par_chunks_mut(block)
+                .zip(bj.par_chunks_mut(block))
+                .enumerate()
+                .map(fill)
+                .collect()
+        } else {
+            aj.chunks_mut(block)
+                .zip(bj.chunks_mut(block))
+                .enumerate()
+                .map(fill)
+                .collect()
+        };
+        *cj = -0.5 * d as f64 * LN_2PI + parts.iter().sum::<f64>();
     }
     // Rows are independent: split the K draws into chunks over rayon's threads.
     // Chunks of ≤ 32K values keep the per-chunk temporaries small (no mmap per call).

@@ -1,6 +1,9 @@
 //! NumPyro's Adagrad with momentum (`jax.example_libraries.optimizers.adagrad`), spec §2.4.
 
+use rayon::prelude::*;
 use serde::{Deserialize, Serialize};
+
+use super::{PAR_BLOCK, PAR_MIN};
 
 use crate::error::{Error, Result};
 
@@ -26,12 +29,23 @@ impl AdagradState {
         if self.g_sq.len() != x.len() {
             return Err(Error::shape("Adagrad state", self.g_sq.len(), x.len()));
         }
-        for (((x, g), gs), n) in x.iter_mut().zip(g).zip(&mut self.g_sq).zip(&mut self.n) {
-            *gs += g * g;
-            // JAX: where(G > 0, g / sqrt(G), 0)
-            let scaled = if *gs > 0.0 { g / gs.sqrt() } else { 0.0 };
-            *n = (1.0 - momentum) * scaled + momentum * *n;
-            *x -= lr * *n;
+        let update = |(((x, g), gs), n): (((&mut [f64], &[f64]), &mut [f64]), &mut [f64])| {
+            for (((x, g), gs), n) in x.iter_mut().zip(g).zip(gs).zip(n) {
+                *gs += g * g;
+                // JAX: where(G > 0, g / sqrt(G), 0)
+                let scaled = if *gs > 0.0 { g / gs.sqrt() } else { 0.0 };
+                *n = (1.0 - momentum) * scaled + momentum * *n;
+                *x -= lr * *n;
+            }
+        };
+        if x.len() >= PAR_MIN {
+            x.par_chunks_mut(PAR_BLOCK)
+                .zip(g.par_chunks(PAR_BLOCK))
+                .zip(self.g_sq.par_chunks_mut(PAR_BLOCK))
+                .zip(self.n.par_chunks_mut(PAR_BLOCK))
+                .for_each(update);
+        } else {
+            update((((x, g), &mut self.g_sq), &mut self.n));
         }
         Ok(())
     }

@@ -1,6 +1,9 @@
 //! Adam (Kingma & Ba), as in `jax.example_libraries.optimizers.adam`.
 
+use rayon::prelude::*;
 use serde::{Deserialize, Serialize};
+
+use super::{PAR_BLOCK, PAR_MIN};
 
 use crate::error::{Error, Result};
 
@@ -44,10 +47,21 @@ impl AdamState {
         // scalars, so each coordinate costs one square root and one division.
         let step = lr / c1;
         let inv_sqrt_c2 = 1.0 / c2.sqrt();
-        for (((x, g), m), v) in x.iter_mut().zip(g).zip(&mut self.m).zip(&mut self.v) {
-            *m = (1.0 - b1) * g + b1 * *m;
-            *v = (1.0 - b2) * g * g + b2 * *v;
-            *x -= step * *m / (v.sqrt() * inv_sqrt_c2 + eps);
+        let update = |(((x, g), m), v): (((&mut [f64], &[f64]), &mut [f64]), &mut [f64])| {
+            for (((x, g), m), v) in x.iter_mut().zip(g).zip(m).zip(v) {
+                *m = (1.0 - b1) * g + b1 * *m;
+                *v = (1.0 - b2) * g * g + b2 * *v;
+                *x -= step * *m / (v.sqrt() * inv_sqrt_c2 + eps);
+            }
+        };
+        if x.len() >= PAR_MIN {
+            x.par_chunks_mut(PAR_BLOCK)
+                .zip(g.par_chunks(PAR_BLOCK))
+                .zip(self.m.par_chunks_mut(PAR_BLOCK))
+                .zip(self.v.par_chunks_mut(PAR_BLOCK))
+                .for_each(update);
+        } else {
+            update((((x, g), &mut self.m), &mut self.v));
         }
         self.t += 1;
         Ok(())

@@ -15,6 +15,12 @@ use serde::{Deserialize, Serialize};
 
 use crate::error::{Error, Result};
 
+/// Parameter count from which an update runs in parallel blocks (elementwise, so the result
+/// does not depend on the threads); below it the update stays on the calling thread.
+const PAR_MIN: usize = 1 << 16;
+/// Block length of a parallel update.
+const PAR_BLOCK: usize = 1 << 14;
+
 /// Which optimizer and its hyperparameters.
 #[derive(Clone, Copy, Debug, PartialEq, Serialize, Deserialize)]
 #[serde(tag = "kind", rename_all = "snake_case")]
