@@ -3,7 +3,7 @@
 use rayon::prelude::*;
 use serde::{Deserialize, Serialize};
 
-use super::{PAR_BLOCK, PAR_MIN};
+use super::{Block, PAR_BLOCK, PAR_MIN};
 
 use crate::error::{Error, Result};
 
@@ -29,7 +29,7 @@ impl AdagradState {
         if self.g_sq.len() != x.len() {
             return Err(Error::shape("Adagrad state", self.g_sq.len(), x.len()));
         }
-        let update = |(((x, g), gs), n): (((&mut [f64], &[f64]), &mut [f64]), &mut [f64])| {
+        let update = |(((x, g), gs), n): Block<'_>| {
             for (((x, g), gs), n) in x.iter_mut().zip(g).zip(gs).zip(n) {
                 *gs += g * g;
                 // JAX: where(G > 0, g / sqrt(G), 0)

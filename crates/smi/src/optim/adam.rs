@@ -3,7 +3,7 @@
 use rayon::prelude::*;
 use serde::{Deserialize, Serialize};
 
-use super::{PAR_BLOCK, PAR_MIN};
+use super::{Block, PAR_BLOCK, PAR_MIN};
 
 use crate::error::{Error, Result};
 
@@ -47,7 +47,7 @@ impl AdamState {
         // scalars, so each coordinate costs one square root and one division.
         let step = lr / c1;
         let inv_sqrt_c2 = 1.0 / c2.sqrt();
-        let update = |(((x, g), m), v): (((&mut [f64], &[f64]), &mut [f64]), &mut [f64])| {
+        let update = |(((x, g), m), v): Block<'_>| {
             for (((x, g), m), v) in x.iter_mut().zip(g).zip(m).zip(v) {
                 *m = (1.0 - b1) * g + b1 * *m;
                 *v = (1.0 - b2) * g * g + b2 * *v;

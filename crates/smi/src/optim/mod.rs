@@ -20,6 +20,8 @@ use crate::error::{Error, Result};
 const PAR_MIN: usize = 1 << 16;
 /// Block length of a parallel update.
 const PAR_BLOCK: usize = 1 << 14;
+/// One block of an update: (((x, g), state 1), state 2), as the zipped chunks arrive.
+type Block<'a> = (((&'a mut [f64], &'a [f64]), &'a mut [f64]), &'a mut [f64]);
 
 /// Which optimizer and its hyperparameters.
 #[derive(Clone, Copy, Debug, PartialEq, Serialize, Deserialize)]
