@@ -395,6 +395,7 @@ mod tests {
         let (mut lp2, mut g2) = (vec![0.0; k], vec![0.0; k * d]);
         let h = 1e-5;
         let mut worst = 0.0f64;
+        let mut at = (0, 0, 0.0, 0.0);
         for j in 0..d {
             let mut fd = vec![0.0; k];
             for (sign, w) in [(1.0, 1.0), (-1.0, -1.0)] {
@@ -412,10 +413,16 @@ mod tests {
                 th[kk * d + j] = theta[kk * d + j];
                 let a = g[kk * d + j];
                 let err = (a - fd[kk]).abs() / (a.abs().max(fd[kk].abs()).max(1.0));
-                worst = worst.max(err);
+                if err > worst {
+                    worst = err;
+                    at = (kk, j, a, fd[kk]);
+                }
             }
         }
-        assert!(worst < 1e-5, "worst relative gradient error {worst}");
+        assert!(
+            worst < 1e-5,
+            "worst relative gradient error {worst} at (draw, coordinate, analytic, fd) = {at:?}"
+        );
     }
 
     fn batches(n: usize, k: usize) -> Vec<Batch> {
@@ -437,20 +444,33 @@ mod tests {
     #[test]
     fn gradients_match_finite_differences() {
         let k = 3;
-        for act in [Activation::Tanh, Activation::Relu] {
-            for noise in [Noise::Fixed(0.3), Noise::uci()] {
-                let (x, y) = data(20, 3, 1);
-                let mlp = Mlp::new(&[3, 6, 5, 1], act).unwrap();
-                let model = BnnRegression::new(mlp, x, y, noise)
-                    .unwrap()
-                    .with_precision(Precision::F64)
-                    .with_prior_scale(1.3)
-                    .unwrap();
-                let theta = random_theta(k, model.dim(), 2);
-                for batch in batches(20, k) {
-                    check_gradient(&model, &theta, &batch);
+        // [3, 6, 5, 1]: products and the fused single-output layer; [1, 40, 1]: the fused
+        // one-input/one-output pass (40 columns = a full block of 32 and a ragged one);
+        // [1, 7, 3, 1]: the fused one-input first layer below a product layer.
+        for sizes in [&[3, 6, 5, 1][..], &[1, 40, 1], &[1, 7, 3, 1]] {
+            for act in [Activation::Tanh, Activation::Relu] {
+                for noise in [Noise::Fixed(0.3), Noise::uci()] {
+                    check_architecture(sizes, act, noise, k);
                 }
             }
+        }
+    }
+
+    fn check_architecture(sizes: &[usize], act: Activation, noise: Noise, k: usize) {
+        let (x, y) = data(20, sizes[0], 1);
+        let mlp = Mlp::new(sizes, act).unwrap();
+        let model = BnnRegression::new(mlp, x, y, noise)
+            .unwrap()
+            .with_precision(Precision::F64)
+            .with_prior_scale(1.3)
+            .unwrap();
+        // relu has kinks: central differences with h = 1e-5 are only valid when no
+        // pre-activation lies within 1e-5 of 0. Seeds 2 and 4 put one there for [1, 40, 1]
+        // (a pre-activation of 3e-6; the unfused code fails identically); seed 3 does not for
+        // any architecture here (nor do 5–8, 11–13).
+        let theta = random_theta(k, model.dim(), 3);
+        for batch in batches(20, k) {
+            check_gradient(&model, &theta, &batch);
         }
     }
 
@@ -570,10 +590,21 @@ mod tests {
 
     #[test]
     fn f32_and_f64_agree() {
+        // the f32 kernels are separate code (AVX2/FMA builds where available): compare them
+        // with f64 on every fused path
         let (x, y) = data(50, 13, 7);
-        let m64 = BnnRegression::uci(x, y)
-            .unwrap()
-            .with_precision(Precision::F64);
+        f32_matches_f64(BnnRegression::uci(x, y).unwrap());
+        for sizes in [&[1, 40, 1][..], &[1, 7, 3, 1], &[2, 9, 1]] {
+            for act in [Activation::Tanh, Activation::Relu] {
+                let (x, y) = data(50, sizes[0], 7);
+                let mlp = Mlp::new(sizes, act).unwrap();
+                f32_matches_f64(BnnRegression::new(mlp, x, y, Noise::uci()).unwrap());
+            }
+        }
+    }
+
+    fn f32_matches_f64(model: BnnRegression) {
+        let m64 = model.with_precision(Precision::F64);
         let m32 = m64.clone().with_precision(Precision::F32);
         let d = m64.dim();
         let k = 5;

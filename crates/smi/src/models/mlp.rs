@@ -5,14 +5,14 @@
 //! `out.weight` `[h_last, out]`, `out.bias` `[out]`. Hidden layers apply the activation, the
 //! output layer is linear: `f(x) = act(…act(x·W1 + b1)…)·W_out + b_out` (spec §7.2–7.4).
 //!
-//! Draws are split into contiguous chunks evaluated in parallel with rayon; each chunk allocates
-//! its scratch buffers once, and the matrix products go through [`crate::linalg::gemm`]
-//! (sequential faer). The arithmetic runs in `f32` (fast, the default of the built-in models) or
+//! Draws are split into contiguous chunks evaluated in parallel with rayon; each chunk takes
+//! its scratch buffers from a per-thread cache, the matrix products go through
+//! [`crate::linalg::gemm`] (sequential faer, or plain loops for products with a dimension of 1),
+//! and the vectorised elementwise and fused loops live in `kernels`. The arithmetic runs in `f32` (fast, the default of the built-in models) or
 //! `f64` (exact, used by the gradient tests); log densities are always accumulated in `f64`.
 
 use std::any::Any;
 use std::cell::RefCell;
-use std::ops::{Add, AddAssign, Mul, MulAssign, Sub};
 
 use rayon::prelude::*;
 use serde::{Deserialize, Serialize};
@@ -23,6 +23,11 @@ use crate::layout::Layout;
 use crate::linalg::{gemm, Op};
 use crate::matrix::Matrix;
 use crate::model::check_shapes;
+
+mod kernels;
+
+use kernels::convert_and_sum_sq;
+pub use kernels::{tanh_f32, MlpFloat};
 
 /// ln √(2π).
 pub(crate) const LN_SQRT_2PI: f64 = 0.918_938_533_204_672_8;
@@ -44,277 +49,6 @@ pub enum Precision {
     F32,
     /// `f64` arithmetic with the exact tanh; slower, used to check gradients.
     F64,
-}
-
-/// A scalar type the network can run in: implemented for `f32` and `f64`.
-pub trait MlpFloat:
-    faer::traits::ComplexField
-    + Copy
-    + Send
-    + Sync
-    + PartialOrd
-    + Add<Output = Self>
-    + Sub<Output = Self>
-    + Mul<Output = Self>
-    + AddAssign
-    + MulAssign
-    + crate::linalg::Real
-    + 'static
-{
-    /// 0.
-    const ZERO: Self;
-    /// 1.
-    const ONE: Self;
-    /// Rounds an `f64` to this type.
-    fn of_f64(v: f64) -> Self;
-    /// Widens to `f64`.
-    fn to_f64(self) -> f64;
-    /// Replaces every entry of `xs` (rows of `bias.len()` values, row-major) by
-    /// tanh(entry + bias of its column).
-    fn bias_tanh_in_place(xs: &mut [Self], bias: &[Self]);
-
-    /// Back-propagation through a layer with one output: for activations `a` (n × h) of the
-    /// layer below, output errors `delta` (n) and weights `w` (h), writes `gw` = aᵀ·δ (h) and
-    /// `delta_prev` = (δ·wᵀ) ⊙ act′(a) (n × h), in one pass over `a`.
-    fn backward_single_output(
-        a: &[Self],
-        delta: &[Self],
-        w: &[Self],
-        act: Activation,
-        gw: &mut [Self],
-        delta_prev: &mut [Self],
-    ) {
-        match act {
-            Activation::Tanh => single_output::<Self, true>(a, delta, w, gw, delta_prev),
-            Activation::Relu => single_output::<Self, false>(a, delta, w, gw, delta_prev),
-        }
-    }
-}
-
-impl MlpFloat for f64 {
-    const ZERO: Self = 0.0;
-    const ONE: Self = 1.0;
-    #[inline(always)]
-    fn of_f64(v: f64) -> Self {
-        v
-    }
-    #[inline(always)]
-    fn to_f64(self) -> f64 {
-        self
-    }
-    fn bias_tanh_in_place(xs: &mut [Self], bias: &[Self]) {
-        for row in xs.chunks_exact_mut(bias.len()) {
-            for (v, &b) in row.iter_mut().zip(bias) {
-                *v = (*v + b).tanh();
-            }
-        }
-    }
-}
-
-impl MlpFloat for f32 {
-    const ZERO: Self = 0.0;
-    const ONE: Self = 1.0;
-    #[inline(always)]
-    fn of_f64(v: f64) -> Self {
-        v as f32
-    }
-    #[inline(always)]
-    fn to_f64(self) -> f64 {
-        f64::from(self)
-    }
-    fn bias_tanh_in_place(xs: &mut [Self], bias: &[Self]) {
-        #[cfg(target_arch = "x86_64")]
-        if std::arch::is_x86_feature_detected!("avx2") && std::arch::is_x86_feature_detected!("fma")
-        {
-            // SAFETY: the CPU supports AVX2 and FMA, checked just above.
-            unsafe { bias_tanh_avx2_fma(xs, bias) };
-            return;
-        }
-        bias_tanh::<false>(xs, bias);
-    }
-    fn backward_single_output(
-        a: &[Self],
-        delta: &[Self],
-        w: &[Self],
-        act: Activation,
-        gw: &mut [Self],
-        delta_prev: &mut [Self],
-    ) {
-        #[cfg(target_arch = "x86_64")]
-        if std::arch::is_x86_feature_detected!("avx2") {
-            // SAFETY: the CPU supports AVX2, checked just above.
-            unsafe { single_output_avx2(a, delta, w, act, gw, delta_prev) };
-            return;
-        }
-        match act {
-            Activation::Tanh => single_output::<f32, true>(a, delta, w, gw, delta_prev),
-            Activation::Relu => single_output::<f32, false>(a, delta, w, gw, delta_prev),
-        }
-    }
-}
-
-/// [`MlpFloat::backward_single_output`] in `f32` compiled for AVX2; same arithmetic.
-///
-/// # Safety
-/// The CPU must support AVX2.
-#[cfg(target_arch = "x86_64")]
-#[target_feature(enable = "avx2")]
-unsafe fn single_output_avx2(
-    a: &[f32],
-    delta: &[f32],
-    w: &[f32],
-    act: Activation,
-    gw: &mut [f32],
-    delta_prev: &mut [f32],
-) {
-    match act {
-        Activation::Tanh => single_output::<f32, true>(a, delta, w, gw, delta_prev),
-        Activation::Relu => single_output::<f32, false>(a, delta, w, gw, delta_prev),
-    }
-}
-
-/// The loop of [`MlpFloat::backward_single_output`]; act′(a) = 1 − a² (`TANH`) or [a > 0].
-/// Columns go in blocks of 32 whose `gw` sums stay in registers while the rows stream through.
-#[inline(always)]
-fn single_output<T: MlpFloat, const TANH: bool>(
-    a: &[T],
-    delta: &[T],
-    w: &[T],
-    gw: &mut [T],
-    delta_prev: &mut [T],
-) {
-    const B: usize = 32;
-    let h = w.len();
-    let mut start = 0;
-    while start < h {
-        let width = B.min(h - start);
-        let mut acc = [T::ZERO; B];
-        let wb = &w[start..start + width];
-        for ((ar, dr), &d) in a
-            .chunks_exact(h)
-            .zip(delta_prev.chunks_exact_mut(h))
-            .zip(delta)
-        {
-            let ar = &ar[start..start + width];
-            let dr = &mut dr[start..start + width];
-            for (((acc, &av), dp), &wv) in acc.iter_mut().zip(ar).zip(dr.iter_mut()).zip(wb) {
-                *acc += d * av;
-                let deriv = if TANH {
-                    T::ONE - av * av
-                } else if av > T::ZERO {
-                    T::ONE
-                } else {
-                    T::ZERO
-                };
-                *dp = d * wv * deriv;
-            }
-        }
-        gw[start..start + width].copy_from_slice(&acc[..width]);
-        start += width;
-    }
-}
-
-/// tanh(x + bias) with [`tanh_f32`] over rows of `bias.len()` values (vectorised by the
-/// compiler).
-///
-/// Two passes: the bias row by row, then tanh over the whole slice, which keeps every vector
-/// full (a row of 100 would leave 4 values to a scalar tail per row).
-#[inline(always)]
-fn bias_tanh<const FMA: bool>(xs: &mut [f32], bias: &[f32]) {
-    for row in xs.chunks_exact_mut(bias.len()) {
-        for (v, &b) in row.iter_mut().zip(bias) {
-            *v += b;
-        }
-    }
-    xs.iter_mut().for_each(|v| *v = tanh_f32_impl::<FMA>(*v));
-}
-
-/// [`bias_tanh`] compiled for AVX2 and FMA (8 lanes instead of SSE2's 4, fused multiply-adds);
-/// accurate to the same bound as [`tanh_f32`], not bit-identical to it.
-///
-/// # Safety
-/// The CPU must support AVX2 and FMA.
-#[cfg(target_arch = "x86_64")]
-#[target_feature(enable = "avx2,fma")]
-unsafe fn bias_tanh_avx2_fma(xs: &mut [f32], bias: &[f32]) {
-    bias_tanh::<true>(xs, bias);
-}
-
-/// Converts `t` into `w` (same length) and returns Σ tᵢ², in one pass with eight partial sums
-/// so that the loop vectorises.
-fn convert_and_sum_sq<T: MlpFloat>(w: &mut [T], t: &[f64]) -> f64 {
-    let mut acc = [0.0f64; 8];
-    let mut wc = w.chunks_exact_mut(8);
-    let mut tc = t.chunks_exact(8);
-    for (wc, tc) in (&mut wc).zip(&mut tc) {
-        for ((a, w), &v) in acc.iter_mut().zip(wc).zip(tc) {
-            *w = T::of_f64(v);
-            *a += v * v;
-        }
-    }
-    let mut ss = acc.iter().sum::<f64>();
-    for (w, &v) in wc.into_remainder().iter_mut().zip(tc.remainder()) {
-        *w = T::of_f64(v);
-        ss += v * v;
-    }
-    ss
-}
-
-/// tanh in `f32` without a libm call and without branches (it vectorises), relative error
-/// below 4e-7 over ℝ (≈ 5 ulp near ±1; measured by `tanh_f32_is_accurate`); NaN propagates.
-///
-/// A rational minimax fit tanh(x) ≈ x·P(x²)/Q(x²), P and Q of degree 4, for |x| ≤ 9 (our own
-/// fit: iteratively reweighted least squares on the relative error, 2e-8 in exact arithmetic; the
-/// rest is f32 rounding), and ±1 beyond, where tanh rounds to ±1 in `f32`. One division and
-/// eight multiply-adds per value: about 2.5× cheaper than the exp-based form it replaced.
-#[inline(always)]
-pub fn tanh_f32(x: f32) -> f32 {
-    tanh_f32_impl::<false>(x)
-}
-
-/// [`tanh_f32`] with the multiply-adds as `mul_add` when `FMA` (only inside code compiled
-/// for FMA: elsewhere `mul_add` is a library call).
-#[inline(always)]
-fn tanh_f32_impl<const FMA: bool>(x: f32) -> f32 {
-    #[inline(always)]
-    fn madd<const FMA: bool>(a: f32, b: f32, c: f32) -> f32 {
-        if FMA {
-            a.mul_add(b, c)
-        } else {
-            a * b + c
-        }
-    }
-    const P: [f32; 5] = [
-        1.0,
-        0.133_810_2,
-        0.003_495_581_4,
-        2.060_896_8e-5,
-        1.335_448_8e-8,
-    ];
-    const Q: [f32; 5] = [
-        1.0,
-        0.467_143_36,
-        0.025_876_958,
-        3.285_623_7e-4,
-        7.776_490_6e-7,
-    ];
-    // clamp keeps NaN, so NaN passes through to the result
-    let xc = x.clamp(-9.0, 9.0);
-    let s = xc * xc;
-    let p = P[..4]
-        .iter()
-        .rev()
-        .fold(P[4], |acc, &c| madd::<FMA>(acc, s, c));
-    let q = Q[..4]
-        .iter()
-        .rev()
-        .fold(Q[4], |acc, &c| madd::<FMA>(acc, s, c));
-    let y = (xc * p) / q;
-    if x.abs() > 9.0 {
-        1.0f32.copysign(x)
-    } else {
-        y
-    }
 }
 
 /// One dense layer: offsets of its weight (`n_in × n_out`, row-major) and bias in θ.
@@ -492,6 +226,18 @@ impl Mlp {
             let (lo, hi) = ws.acts.split_at_mut(l + 1);
             let prev = &lo[l][..n * layer.n_in];
             let cur = &mut hi[0][..n * layer.n_out];
+            if l == 0 && layer.n_in == 1 && l < last {
+                // one input (1-D regression): act(x·w + b) in one pass, no product call
+                let h = layer.n_out;
+                T::scalar_input_layer(
+                    prev,
+                    &ws.w[layer.w..layer.w + h],
+                    &ws.w[layer.b..layer.b + h],
+                    self.activation,
+                    cur,
+                );
+                continue;
+            }
             gemm(
                 cur,
                 prev,
@@ -532,6 +278,30 @@ impl Mlp {
 
     /// Backward pass from `ws.delta` = ∂/∂out (n × out) into `ws.gw`.
     fn backward_ws<T: MlpFloat>(&self, ws: &mut Workspace<T>, n: usize) {
+        if let [l0, l1] = self.layers[..] {
+            if l0.n_in == 1 && l1.n_out == 1 {
+                // [1, h, 1]: the whole backward pass in one sweep over the hidden activations
+                let h = l1.n_in;
+                debug_assert!(l0.w + h <= l0.b && l0.b + h <= l1.w && l1.w + h <= l1.b);
+                let delta = &ws.delta[..n];
+                let (g0, g1) = ws.gw.split_at_mut(l1.w);
+                let (gw1, rest) = g0[l0.w..].split_at_mut(h);
+                let gb1 = &mut rest[l0.b - l0.w - h..][..h];
+                let (gw2, rest) = g1.split_at_mut(h);
+                rest[l1.b - l1.w - h] = delta.iter().fold(T::ZERO, |acc, &d| acc + d);
+                T::backward_one_in_one_out(
+                    &ws.acts[0][..n],
+                    &ws.acts[1][..n * h],
+                    delta,
+                    &ws.w[l1.w..l1.w + h],
+                    self.activation,
+                    gw2,
+                    gw1,
+                    gb1,
+                );
+                return;
+            }
+        }
         for (l, layer) in self.layers.iter().enumerate().rev() {
             if l > 0 && layer.n_out == 1 {
                 // a single output (regression): weight and bias gradients and the error of the
@@ -850,51 +620,6 @@ pub(crate) fn check_finite_rows(x: &Matrix, what: &str) -> Result<()> {
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    #[test]
-    fn tanh_f32_is_accurate() {
-        let mut worst = 0.0f64;
-        let mut x = -12.0f64;
-        while x < 12.0 {
-            let xf = x as f32;
-            let want = f64::from(xf).tanh();
-            let got = f64::from(tanh_f32(xf));
-            let rel = (got - want).abs() / want.abs().max(1e-30);
-            worst = worst.max(rel);
-            x += 1.37e-4;
-        }
-        for &xf in &[
-            1e-30f32, -1e-8, 0.2499, 0.25, 0.2501, 8.99, 9.01, 50.0, -1e30,
-        ] {
-            let want = f64::from(xf).tanh();
-            let got = f64::from(tanh_f32(xf));
-            worst = worst.max((got - want).abs() / want.abs());
-        }
-        // the fit's own error is 2e-8; the f32 evaluation adds rounding of a few ulp (ulp = 6e-8
-        // just below 1, 1.2e-7 above): 4e-7 bounds it with room, and is far below the rounding
-        // of the f32 matmuls around it.
-        assert!(worst < 4e-7, "worst relative error {worst}");
-        // the slice path (AVX2 + FMA where the CPU has them), with a bias
-        let xs: Vec<f32> = (0..175_000).map(|i| -12.0 + i as f32 * 1.37e-4).collect();
-        let mut ys = xs.clone();
-        f32::bias_tanh_in_place(&mut ys, &[0.5]);
-        let worst_slice = xs
-            .iter()
-            .zip(&ys)
-            .map(|(&x, &y)| {
-                let want = (f64::from(x) + 0.5).tanh();
-                (f64::from(y) - want).abs() / want.abs().max(1e-30)
-            })
-            .fold(0.0f64, f64::max);
-        assert!(
-            worst_slice < 4e-7,
-            "slice path: worst relative error {worst_slice}"
-        );
-        assert_eq!(tanh_f32(0.0), 0.0);
-        assert!(tanh_f32(f32::NAN).is_nan());
-        assert_eq!(tanh_f32(f32::INFINITY), 1.0);
-        assert_eq!(tanh_f32(f32::NEG_INFINITY), -1.0);
-    }
 
     #[test]
     fn layout_names_and_offsets() {

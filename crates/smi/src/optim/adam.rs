@@ -47,13 +47,14 @@ impl AdamState {
         // scalars, so each coordinate costs one square root and one division.
         let step = lr / c1;
         let inv_sqrt_c2 = 1.0 / c2.sqrt();
-        let update = |(((x, g), m), v): Block<'_>| {
-            for (((x, g), m), v) in x.iter_mut().zip(g).zip(m).zip(v) {
-                *m = (1.0 - b1) * g + b1 * *m;
-                *v = (1.0 - b2) * g * g + b2 * *v;
-                *x -= step * *m / (v.sqrt() * inv_sqrt_c2 + eps);
-            }
+        let c = Coefs {
+            b1,
+            b2,
+            step,
+            inv_sqrt_c2,
+            eps,
         };
+        let update = |blk: Block<'_>| update(c, blk);
         if x.len() >= PAR_MIN {
             x.par_chunks_mut(PAR_BLOCK)
                 .zip(g.par_chunks(PAR_BLOCK))
@@ -65,6 +66,47 @@ impl AdamState {
         }
         self.t += 1;
         Ok(())
+    }
+}
+
+/// The per-step scalars of Adam's coordinate update.
+#[derive(Clone, Copy)]
+struct Coefs {
+    b1: f64,
+    b2: f64,
+    step: f64,
+    inv_sqrt_c2: f64,
+    eps: f64,
+}
+
+/// One block of the update, in the AVX2 build when the CPU has it (4 lanes of f64 instead of
+/// SSE2's 2; the same IEEE operations per coordinate, so the same results).
+fn update(c: Coefs, blk: Block<'_>) {
+    #[cfg(target_arch = "x86_64")]
+    if std::arch::is_x86_feature_detected!("avx2") {
+        // SAFETY: the CPU supports AVX2, checked just above.
+        unsafe { update_avx2(c, blk) };
+        return;
+    }
+    update_plain(c, blk);
+}
+
+/// [`update_plain`] compiled for AVX2.
+///
+/// # Safety
+/// The CPU must support AVX2.
+#[cfg(target_arch = "x86_64")]
+#[target_feature(enable = "avx2")]
+unsafe fn update_avx2(c: Coefs, blk: Block<'_>) {
+    update_plain(c, blk);
+}
+
+#[inline(always)]
+fn update_plain(c: Coefs, (((x, g), m), v): Block<'_>) {
+    for (((x, g), m), v) in x.iter_mut().zip(g).zip(m).zip(v) {
+        *m = (1.0 - c.b1) * g + c.b1 * *m;
+        *v = (1.0 - c.b2) * g * g + c.b2 * *v;
+        *x -= c.step * *m / (v.sqrt() * c.inv_sqrt_c2 + c.eps);
     }
 }
 
