@@ -8,8 +8,9 @@
 //! Draws are split into contiguous chunks evaluated in parallel with rayon; each chunk takes
 //! its scratch buffers from a per-thread cache, the matrix products go through
 //! [`crate::linalg::gemm`] (sequential faer, or plain loops for products with a dimension of 1),
-//! and the vectorised elementwise and fused loops live in `kernels`. The arithmetic runs in `f32` (fast, the default of the built-in models) or
-//! `f64` (exact, used by the gradient tests); log densities are always accumulated in `f64`.
+//! and the vectorised elementwise and fused loops live in `kernels`. The arithmetic runs in
+//! `f32` (fast, the default of the built-in models) or `f64` (exact, used by the gradient
+//! tests); log densities are always accumulated in `f64`.
 
 use std::any::Any;
 use std::cell::RefCell;
