@@ -10,8 +10,8 @@ use anyhow::{anyhow, Result};
 use rand::SeedableRng;
 use rand_chacha::ChaCha8Rng;
 use smi::{
-    EarlyStopSettings, Engine, Init, LogDensity, Matrix, Nuts, NutsSettings, Observer,
-    OptimizerSettings, Posterior, RunSettings, SteinSettings, SteinVi, Svi, SviSettings,
+    AttractionNorm, EarlyStopSettings, Engine, Init, LogDensity, Matrix, Nuts, NutsSettings,
+    Observer, OptimizerSettings, Posterior, RunSettings, SteinSettings, SteinVi, Svi, SviSettings,
 };
 
 /// The paper's learning-rate grid (spec §7.3).
@@ -121,6 +121,35 @@ impl FromStr for Method {
     }
 }
 
+/// How SMI normalises its attraction (spec §2.8), as a command-line choice.
+#[derive(clap::ValueEnum, Clone, Copy, Debug, PartialEq, Eq, Default)]
+pub enum Attraction {
+    /// φ = (1/m)[Σ k·ĝ + α Σ ∇k]: the paper's update and NumPyro ≤ 0.15 (default).
+    #[default]
+    Paper,
+    /// φ = Σ k·ĝ + (α/m) Σ ∇k: NumPyro 0.16–0.22, which the paper's MNIST runs used.
+    Numpyro,
+}
+
+impl Attraction {
+    /// The engine option.
+    pub fn norm(self) -> AttractionNorm {
+        match self {
+            Attraction::Paper => AttractionNorm::Paper,
+            Attraction::Numpyro => AttractionNorm::Numpyro,
+        }
+    }
+
+    /// What SMI's config string gains: nothing for the default (so records made before this
+    /// option existed still match), `suffix` otherwise.
+    pub fn config_suffix(self, sep: &str) -> String {
+        match self {
+            Attraction::Paper => String::new(),
+            Attraction::Numpyro => format!("{sep}attraction=numpyro"),
+        }
+    }
+}
+
 /// Everything but the learning rate and the seed that a fit needs.
 #[derive(Clone, Debug)]
 pub struct MethodSettings {
@@ -138,6 +167,8 @@ pub struct MethodSettings {
     pub early_stopping: bool,
     /// NUTS settings (its seed is replaced by the fit's seed).
     pub nuts: NutsSettings,
+    /// SMI's attraction normalisation.
+    pub attraction: Attraction,
 }
 
 /// What a method leaves behind.
@@ -200,6 +231,7 @@ pub fn fit(
             let base = match method {
                 Method::Smi => SteinSettings {
                     num_elbo_particles: s.elbo_draws,
+                    attraction: s.attraction.norm(),
                     ..SteinSettings::smi()
                 },
                 Method::Svgd => SteinSettings::svgd(),

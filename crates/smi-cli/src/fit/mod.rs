@@ -487,6 +487,7 @@ pub fn run(a: &FitArgs) -> Result<()> {
             num_draws: a.nuts_draws,
             ..NutsSettings::uci()
         },
+        attraction: Default::default(),
     };
 
     // Learning rate.

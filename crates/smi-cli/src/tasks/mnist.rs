@@ -34,6 +34,7 @@ use smi::{
 };
 use smi_data::Mnist;
 
+use crate::methods::Attraction;
 use crate::progress::Bar;
 use crate::records;
 use crate::report::tables;
@@ -111,6 +112,11 @@ pub struct Args {
     /// Seed of the engines, the epoch shuffles and the evaluation.
     #[arg(long, default_value_t = PAPER_SEED)]
     pub seed: u64,
+    /// SMI's attraction normalisation: `paper` (1/m, the paper's update; default) or `numpyro`
+    /// (no 1/m, as in NumPyro 0.16–0.22, which the paper's MNIST runs used; spec §2.8). Only a
+    /// non-default value enters the training key.
+    #[arg(long, value_enum, default_value_t = Attraction::Paper)]
+    pub attraction: Attraction,
     /// Continue from `<out>/checkpoints/` when a checkpoint of the same training configuration
     /// exists (`--resume false` starts afresh and overwrites it).
     #[arg(long, default_value_t = true, action = ArgAction::Set)]
@@ -244,6 +250,7 @@ struct Plan {
     out: PathBuf,
     seed: u64,
     resume: bool,
+    attraction: Attraction,
     progress: bool,
 }
 
@@ -302,6 +309,7 @@ impl Plan {
             out: args.out.clone(),
             seed: args.seed,
             resume: args.resume,
+            attraction: args.attraction,
             progress: std::env::var_os("SMI_NO_PROGRESS").is_none(),
         })
     }
@@ -325,8 +333,9 @@ impl Plan {
         };
         let guide = match method {
             Method::Smi => format!(
-                "m={PARTICLES} S={} normal(init=uniform(2),scale=0.1)",
-                self.elbo_draws
+                "m={PARTICLES} S={} normal(init=uniform(2),scale=0.1){}",
+                self.elbo_draws,
+                self.attraction.config_suffix(" ")
             ),
             Method::Svgd => format!("m={PARTICLES} delta(init=median15)"),
             Method::Asvgd => format!(
@@ -558,6 +567,7 @@ fn run_unit(
             stein(SteinSettings {
                 num_elbo_particles: plan.elbo_draws,
                 init: Init::Uniform { radius: 2.0 },
+                attraction: plan.attraction.norm(),
                 ..SteinSettings::smi()
             }),
         )?),
@@ -1244,6 +1254,7 @@ mod tests {
             out: PathBuf::from("x"),
             seed: PAPER_SEED,
             resume: true,
+            attraction: Attraction::Paper,
             quick: false,
         };
         let plan = Plan::new(&args).unwrap();
@@ -1263,9 +1274,27 @@ mod tests {
         // The checkpoint key ignores the epoch count except for ASVGD.
         let more = Plan::new(&Args {
             epochs: Some(3),
+            ..args.clone()
+        })
+        .unwrap();
+        // the NumPyro attraction is a different SMI training (not a different SVGD one), and
+        // the default adds nothing to the key
+        let numpyro = Plan::new(&Args {
+            attraction: Attraction::Numpyro,
             ..args
         })
         .unwrap();
+        assert_ne!(
+            plan.train_key(1, Method::Smi, 60_000),
+            numpyro.train_key(1, Method::Smi, 60_000)
+        );
+        assert_eq!(
+            plan.train_key(1, Method::Svgd, 60_000),
+            numpyro.train_key(1, Method::Svgd, 60_000)
+        );
+        assert!(!plan
+            .train_key(1, Method::Smi, 60_000)
+            .contains("attraction"));
         assert_eq!(
             plan.train_key(1, Method::Smi, 60_000),
             more.train_key(1, Method::Smi, 60_000)

@@ -20,7 +20,7 @@ use smi::models::BnnRegression;
 use smi::{Matrix, NoObserver, NutsSettings, Observer};
 use smi_data::{ColumnConvention, Prepared, Split, SplitKind, UciData, UciDataset};
 
-use crate::methods::{self, MethodSettings};
+use crate::methods::{self, Attraction, MethodSettings};
 use crate::progress::Bar;
 use crate::records;
 use crate::report::tables;
@@ -73,6 +73,10 @@ pub struct Args {
     /// Master seed; each unit derives its own from it and the split index.
     #[arg(long, default_value_t = 0)]
     pub seed: u64,
+    /// SMI's attraction normalisation: `paper` (1/m, the paper's update) or `numpyro` (no 1/m,
+    /// NumPyro 0.16–0.22; spec §2.8). Only a non-default value enters the config string.
+    #[arg(long, value_enum, default_value_t = Attraction::Paper)]
+    pub attraction: Attraction,
     /// Units run at the same time (each also uses the rayon pool for its draws).
     #[arg(long, default_value_t = 1)]
     pub jobs: usize,
@@ -191,6 +195,7 @@ struct Plan {
     nuts: NutsSettings,
     seed: u64,
     lr: LrMode,
+    attraction: Attraction,
     progress: bool,
 }
 
@@ -225,6 +230,7 @@ impl Plan {
             nuts,
             seed: args.seed,
             lr: args.lr.parse()?,
+            attraction: args.attraction,
             progress: args.jobs <= 1 && std::env::var_os("SMI_NO_PROGRESS").is_none(),
         })
     }
@@ -239,6 +245,7 @@ impl Plan {
             init_radius: self.init_radius,
             early_stopping: true,
             nuts: self.nuts.clone(),
+            attraction: self.attraction,
         }
     }
 
@@ -254,8 +261,12 @@ impl Plan {
         let common = format!("b={}|init=U{}", self.batch_size, self.init_radius);
         let s = match method {
             Method::Smi => format!(
-                "lr={lr}|steps<={}|es=35x2|m={}|S={}|{common}|pred={}",
-                self.max_steps, self.num_particles, self.elbo_draws, self.pred_draws
+                "lr={lr}|steps<={}|es=35x2|m={}|S={}|{common}|pred={}{}",
+                self.max_steps,
+                self.num_particles,
+                self.elbo_draws,
+                self.pred_draws,
+                self.attraction.config_suffix("|")
             ),
             Method::Svgd | Method::Asvgd => format!(
                 "lr={lr}|steps<={}|es=35x2|m={}|{common}|pred=particles",
@@ -1127,8 +1138,16 @@ mod tests {
         let p = Plan::new(&args(&[])).unwrap();
         let q = Plan::new(&args(&["--max-steps", "100"])).unwrap();
         let r = Plan::new(&args(&["--seed", "3"])).unwrap();
+        let a = Plan::new(&args(&["--attraction", "numpyro"])).unwrap();
+        // the default attraction adds nothing: records made before the option still match
+        assert_eq!(
+            p.config(Method::Smi, Some(5e-5)),
+            "lr=5e-5|steps<=60000|es=35x2|m=5|S=100|b=100|init=U0.1|pred=5000|seed=0"
+        );
         for m in Method::ALL {
             let c = p.config(m, Some(1e-3));
+            // only SMI has the attraction option
+            assert_eq!(c == a.config(m, Some(1e-3)), m != Method::Smi, "{m}");
             assert_eq!(c, p.config(m, Some(1e-3)));
             assert_ne!(c, r.config(m, Some(1e-3)));
             if m != Method::Nuts {
