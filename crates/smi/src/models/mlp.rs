@@ -262,16 +262,7 @@ impl Mlp {
             } else {
                 match self.activation {
                     Activation::Tanh => T::bias_tanh_in_place(cur, bias),
-                    // a select, not a conditional store: branch-free and vectorised
-                    // (NaN stays NaN).
-                    Activation::Relu => {
-                        for row in cur.chunks_exact_mut(layer.n_out) {
-                            for (v, &b) in row.iter_mut().zip(bias) {
-                                let z = *v + b;
-                                *v = if z < T::ZERO { T::ZERO } else { z };
-                            }
-                        }
-                    }
+                    Activation::Relu => T::bias_relu_in_place(cur, bias),
                 }
             }
         }

@@ -33,6 +33,12 @@ pub trait MlpFloat:
     /// tanh(entry + bias of its column).
     fn bias_tanh_in_place(xs: &mut [Self], bias: &[Self]);
 
+    /// Replaces every entry of `xs` (rows of `bias.len()` values) by max(entry + bias, 0), as a
+    /// select (branch-free, vectorised; NaN stays NaN).
+    fn bias_relu_in_place(xs: &mut [Self], bias: &[Self]) {
+        bias_relu::<Self>(xs, bias);
+    }
+
     /// Back-propagation through a layer with one output: for activations `a` (n × h) of the
     /// layer below, output errors `delta` (n) and weights `w` (h), writes `gw` = aᵀ·δ (h) and
     /// `delta_prev` = (δ·wᵀ) ⊙ act′(a) (n × h), in one pass over `a`.
@@ -129,6 +135,15 @@ impl MlpFloat for f32 {
             return;
         }
         bias_tanh::<false>(xs, bias);
+    }
+    fn bias_relu_in_place(xs: &mut [Self], bias: &[Self]) {
+        #[cfg(target_arch = "x86_64")]
+        if std::arch::is_x86_feature_detected!("avx2") {
+            // SAFETY: the CPU supports AVX2, checked just above.
+            unsafe { bias_relu_avx2(xs, bias) };
+            return;
+        }
+        bias_relu::<f32>(xs, bias);
     }
     fn backward_single_output(
         a: &[Self],
@@ -230,6 +245,27 @@ unsafe fn one_in_one_out_avx2(
     match act {
         Activation::Tanh => one_in_one_out::<f32, true>(x, a, delta, w2, gw2, gw1, gb1),
         Activation::Relu => one_in_one_out::<f32, false>(x, a, delta, w2, gw2, gw1, gb1),
+    }
+}
+
+/// [`MlpFloat::bias_relu_in_place`] in `f32` compiled for AVX2; same arithmetic.
+///
+/// # Safety
+/// The CPU must support AVX2.
+#[cfg(target_arch = "x86_64")]
+#[target_feature(enable = "avx2")]
+unsafe fn bias_relu_avx2(xs: &mut [f32], bias: &[f32]) {
+    bias_relu::<f32>(xs, bias);
+}
+
+/// The loop of [`MlpFloat::bias_relu_in_place`].
+#[inline(always)]
+fn bias_relu<T: MlpFloat>(xs: &mut [T], bias: &[T]) {
+    for row in xs.chunks_exact_mut(bias.len()) {
+        for (v, &b) in row.iter_mut().zip(bias) {
+            let z = *v + b;
+            *v = if z < T::ZERO { T::ZERO } else { z };
+        }
     }
 }
 
