@@ -1,9 +1,8 @@
 //! NumPyro's Adagrad with momentum (`jax.example_libraries.optimizers.adagrad`), spec §2.4.
 
-use rayon::prelude::*;
 use serde::{Deserialize, Serialize};
 
-use super::{Block, PAR_BLOCK, PAR_MIN};
+use super::{for_each_block, Block};
 
 use crate::error::{Error, Result};
 
@@ -38,15 +37,7 @@ impl AdagradState {
                 *x -= lr * *n;
             }
         };
-        if x.len() >= PAR_MIN {
-            x.par_chunks_mut(PAR_BLOCK)
-                .zip(g.par_chunks(PAR_BLOCK))
-                .zip(self.g_sq.par_chunks_mut(PAR_BLOCK))
-                .zip(self.n.par_chunks_mut(PAR_BLOCK))
-                .for_each(update);
-        } else {
-            update((((x, g), &mut self.g_sq), &mut self.n));
-        }
+        for_each_block(x, g, &mut self.g_sq, &mut self.n, update);
         Ok(())
     }
 }

@@ -1,9 +1,8 @@
 //! Adam (Kingma & Ba), as in `jax.example_libraries.optimizers.adam`.
 
-use rayon::prelude::*;
 use serde::{Deserialize, Serialize};
 
-use super::{Block, PAR_BLOCK, PAR_MIN};
+use super::{for_each_block, Block};
 
 use crate::error::{Error, Result};
 
@@ -55,15 +54,7 @@ impl AdamState {
             eps,
         };
         let update = |blk: Block<'_>| update(c, blk);
-        if x.len() >= PAR_MIN {
-            x.par_chunks_mut(PAR_BLOCK)
-                .zip(g.par_chunks(PAR_BLOCK))
-                .zip(self.m.par_chunks_mut(PAR_BLOCK))
-                .zip(self.v.par_chunks_mut(PAR_BLOCK))
-                .for_each(update);
-        } else {
-            update((((x, g), &mut self.m), &mut self.v));
-        }
+        for_each_block(x, g, &mut self.m, &mut self.v, update);
         self.t += 1;
         Ok(())
     }

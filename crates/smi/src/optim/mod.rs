@@ -23,6 +23,28 @@ const PAR_BLOCK: usize = 1 << 14;
 /// One block of an update: (((x, g), state 1), state 2), as the zipped chunks arrive.
 type Block<'a> = (((&'a mut [f64], &'a [f64]), &'a mut [f64]), &'a mut [f64]);
 
+/// Applies the elementwise `update` to x, g and two state vectors (all the same length): in
+/// parallel blocks of [`PAR_BLOCK`] from [`PAR_MIN`] values, else on the calling thread. The
+/// result does not depend on the threads.
+fn for_each_block(
+    x: &mut [f64],
+    g: &[f64],
+    s1: &mut [f64],
+    s2: &mut [f64],
+    update: impl Fn(Block<'_>) + Sync + Send,
+) {
+    use rayon::prelude::*;
+    if x.len() >= PAR_MIN {
+        x.par_chunks_mut(PAR_BLOCK)
+            .zip(g.par_chunks(PAR_BLOCK))
+            .zip(s1.par_chunks_mut(PAR_BLOCK))
+            .zip(s2.par_chunks_mut(PAR_BLOCK))
+            .for_each(update);
+    } else {
+        update((((x, g), s1), s2));
+    }
+}
+
 /// Which optimizer and its hyperparameters.
 #[derive(Clone, Copy, Debug, PartialEq, Serialize, Deserialize)]
 #[serde(tag = "kind", rename_all = "snake_case")]
