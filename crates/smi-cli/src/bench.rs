@@ -6,9 +6,6 @@
 //! times every step separately and reports the median. The machine's GEMM peak is measured in
 //! the same run: a square f32 faer matmul (n = 1024) on one core, sequential, best of 6.
 
-#[path = "bench_cases.rs"]
-mod cases;
-
 use std::io::Write;
 use std::time::Instant;
 
@@ -16,7 +13,7 @@ use anyhow::{bail, Context, Result};
 use serde::Serialize;
 use smi::linalg::{gemm, Op};
 
-use cases::{parse_reuse, reuse_name, Case, Config, Method, Model};
+use smi_experiments::bench::{parse_method, parse_reuse, reuse_name, Case, Config, Model};
 
 /// Options of `smi bench`.
 #[derive(clap::Args, Debug)]
@@ -127,7 +124,7 @@ pub fn run(args: &Args) -> Result<()> {
         Case::table()
     } else {
         let config = Config::parse(args.config.as_deref().unwrap_or_default())?;
-        let method = Method::parse(args.method.as_deref().unwrap_or_default())?;
+        let method = parse_method(args.method.as_deref().unwrap_or_default())?;
         vec![Case::new(
             config,
             method,
@@ -179,7 +176,7 @@ fn measure(case: &Case, model: &Model, args: &Args, peak: f64) -> Result<Record>
     let mut state = engine.init()?;
     let order = case.config.shared_batch().map(|b| {
         let n = density.num_data();
-        (cases::epoch_order(n), b)
+        (smi_experiments::bench::epoch_order(n), b)
     });
     let rows_at = |t: usize| -> Option<&[usize]> {
         order.as_ref().map(|(o, b)| {
@@ -355,19 +352,20 @@ fn markdown(records: &[Record], peak: f64) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use smi::GradientReuse;
+    use smi::{GradientReuse, Method};
+    use smi_experiments::bench::METHODS;
 
     #[test]
     fn names_round_trip_and_errors_list_valid_values() {
         for c in Config::ALL {
             assert_eq!(Config::parse(c.name()).unwrap(), c);
         }
-        for m in Method::ALL {
-            assert_eq!(Method::parse(m.name()).unwrap(), m);
+        for m in METHODS {
+            assert_eq!(parse_method(m.name()).unwrap(), m);
         }
         let e = Config::parse("cifar").unwrap_err().to_string();
         assert!(e.contains("mvn-100") && e.contains("mnist-1"), "{e}");
-        let e = Method::parse("nuts").unwrap_err().to_string();
+        let e = parse_method("nuts").unwrap_err().to_string();
         assert!(e.contains("smi") && e.contains("map"), "{e}");
         assert!(parse_reuse("both").is_err());
         assert_eq!(parse_reuse("per_pair").unwrap(), GradientReuse::PerPair);

@@ -2,11 +2,7 @@
 
 mod bench;
 mod fit;
-mod methods;
-mod progress;
-mod records;
 mod report;
-mod tasks;
 
 use clap::{Parser, Subcommand};
 
@@ -24,7 +20,7 @@ enum Command {
     /// figures next to them.
     Reproduce {
         #[command(subcommand)]
-        experiment: tasks::Experiment,
+        experiment: smi_experiments::Experiment,
     },
     /// Rebuild every table and figure from the records in `--out`.
     Report(report::Args),
@@ -43,7 +39,7 @@ enum Command {
 fn main() -> anyhow::Result<()> {
     let cli = Cli::parse();
     match cli.command {
-        Command::Reproduce { experiment } => tasks::run(experiment),
+        Command::Reproduce { experiment } => smi_experiments::run(experiment),
         Command::Report(args) => report::run(&args),
         Command::Bench(args) => bench::run(&args),
         Command::Fit(args) => fit::run(&args),

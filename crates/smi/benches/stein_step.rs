@@ -8,7 +8,7 @@ use criterion::{criterion_group, criterion_main, Criterion};
 use rand::{Rng, SeedableRng};
 use rand_chacha::ChaCha8Rng;
 use smi::kernel::KernelSettings;
-use smi::models::DiagNormal;
+use smi::testing::DiagNormal;
 use smi::{Engine, GradientReuse, Layout, Matrix, SteinSettings, SteinVi};
 
 fn smi_settings(reuse: GradientReuse) -> SteinSettings {

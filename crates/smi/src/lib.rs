@@ -51,40 +51,48 @@
     deny(clippy::unwrap_used, clippy::expect_used, clippy::panic)
 )]
 
-pub mod data;
-pub mod error;
-pub mod guide;
+// Modules are private and the root re-exports the vocabulary, so every public type has one path.
+// Four namespaces are public on purpose and their items are reachable only there:
+// `kernel` (the seven Stein kernels and their parts), `metrics`, `linalg` (the products the
+// built-in models share) and `testing` (targets with known moments).
+mod engine;
+mod error;
+mod guide;
 pub mod kernel;
-pub mod layout;
 pub mod linalg;
-pub mod matrix;
+mod matrix;
+mod method;
 pub mod metrics;
-pub mod model;
-pub mod models;
-pub mod optim;
-pub mod predictive;
-pub mod schedule;
-pub mod stein;
-pub mod svi;
-pub mod transform;
+mod model;
+mod nuts;
+mod optim;
+mod posterior;
+mod stein;
+mod svi;
+pub mod testing;
 
-pub use data::{Batch, Batcher, Rows};
-pub use error::{Error, Result};
-pub use layout::{Block, Layout};
-pub use matrix::Matrix;
-pub use model::{check_shapes, FnDensity, LogDensity};
-pub use optim::{OptimizerSettings, OptimizerState};
-pub use schedule::Schedule;
-pub use transform::Transform;
-pub mod engine;
 pub use engine::{
-    run, EarlyStopSettings, Engine, LossTrace, NoObserver, NonFinitePolicy, Observer, Progress,
-    RunResult, RunSettings, State, StepInfo, Termination,
+    run, EarlyStopSettings, EarlyStopState, Engine, LossTrace, NoObserver, NonFinitePolicy,
+    Observer, Progress, RunResult, RunSettings, State, StepInfo, Termination, CHECKPOINT_FORMAT,
 };
+pub use error::{Error, Result};
 pub use guide::{GuideSettings, Init};
-pub use kernel::{Kernel, KernelSettings};
-pub use predictive::{MixtureDraws, Posterior};
+pub use matrix::Matrix;
+pub use method::{best_lr, fit, Fit, Method, MethodSettings, LR_GRID};
+pub use model::{
+    check_shapes, inv_softplus, log_sigmoid, sigmoid, softplus, Batch, Batcher, Block, FnDensity,
+    Layout, LogDensity, Rows, Transform,
+};
+pub use nuts::{ess_bulk, ess_mean, split_rhat, ChainDiagnostics, Nuts, NutsResult, NutsSettings};
+pub use optim::{AdagradState, AdamState, OptimizerSettings, OptimizerState, Schedule, SgdState};
+pub use posterior::{Mixture, MixtureDraws, Posterior};
 pub use stein::{AttractionNorm, GradientReuse, SteinSettings, SteinVi};
 pub use svi::{Svi, SviSettings};
-pub mod nuts;
-pub use nuts::{Nuts, NutsResult, NutsSettings};
+
+/// The `rand` crates whose types appear in this crate's signatures (`RngCore` in
+/// [`LogDensity::sample_prior`], `ChaCha8Rng` in [`State`] and [`Posterior::sample`]), so a user
+/// needs no version-matched dependency of their own.
+pub mod rand {
+    pub use ::rand::{Rng, RngCore, SeedableRng};
+    pub use rand_chacha::ChaCha8Rng;
+}

@@ -10,14 +10,14 @@ use rand::SeedableRng;
 use rand_chacha::ChaCha8Rng;
 use serde::{Deserialize, Serialize};
 
-use crate::data::{Batch, Batcher};
 use crate::engine::{self, Engine, NonFinitePolicy, State, StepInfo};
 use crate::error::{Error, Result};
 use crate::guide::{GuideSettings, Init};
 use crate::matrix::Matrix;
 use crate::model::LogDensity;
+use crate::model::{Batch, Batcher};
 use crate::optim::OptimizerSettings;
-use crate::predictive::Posterior;
+use crate::posterior::Mixture;
 
 /// Settings of [`Svi`].
 ///
@@ -227,8 +227,8 @@ impl<M: LogDensity + ?Sized> Engine for Svi<'_, M> {
         engine::apply_ascent(state, &st.optimizer, st.on_non_finite, result)
     }
 
-    fn posterior(&self, state: &State) -> Posterior {
-        Posterior {
+    fn posterior(&self, state: &State) -> Mixture {
+        Mixture {
             guide: self.settings.guide,
             particles: state.particles.clone(),
             dim: self.model.dim(),

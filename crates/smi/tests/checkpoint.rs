@@ -1,7 +1,7 @@
 //! Reproducibility: the same seed gives identical results, and a run resumed from a checkpoint
 //! is bit-identical to an uninterrupted one.
 
-use smi::models::BayesLinReg;
+use smi::testing::BayesLinReg;
 use smi::{
     run, Engine, Error, GradientReuse, Matrix, NoObserver, RunSettings, SteinSettings, SteinVi,
     Svi, SviSettings,

@@ -1,6 +1,6 @@
 //! Bad settings and bad input give typed errors naming the problem, never panics.
 
-use smi::models::{BayesLinReg, DiagNormal};
+use smi::testing::{BayesLinReg, DiagNormal};
 use smi::{
     Engine, Error, FnDensity, Matrix, NonFinitePolicy, OptimizerSettings, SteinSettings, SteinVi,
     Svi, SviSettings,

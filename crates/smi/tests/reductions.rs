@@ -1,7 +1,7 @@
 //! Special cases of the Stein engine (spec §12.5): SMI with one particle reaches OVI's fixed
 //! point, SVGD with one particle is MAP.
 
-use smi::models::BayesLinReg;
+use smi::testing::BayesLinReg;
 use smi::{
     run, Engine, Matrix, NoObserver, OptimizerSettings, RunSettings, SteinSettings, SteinVi, Svi,
     SviSettings,

@@ -1,7 +1,7 @@
 //! The paper's headline as tests: 1-particle SMI recovers N(0, I) exactly (it must not stall at
 //! NumPyro ≥ 0.16's σ = 0.5413), and 20-particle SVGD collapses in d = 100 while SMI does not.
 
-use smi::models::DiagNormal;
+use smi::testing::DiagNormal;
 use smi::{run, Engine, NoObserver, OptimizerSettings, RunSettings, SteinSettings, SteinVi};
 
 fn smi_one_particle(d: usize) -> (Vec<f64>, Vec<f64>) {

@@ -4,7 +4,7 @@ use std::path::PathBuf;
 
 use anyhow::Result;
 
-use smi::guide::GuideSettings;
+use smi::GuideSettings;
 
 use super::model_file::{ModelFile, PayloadKind};
 use super::predict::describe;

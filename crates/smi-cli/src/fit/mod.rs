@@ -3,7 +3,7 @@
 //!
 //! `fit` reads the CSV ([`csv_input`]), standardises the inputs (and regression targets) with
 //! the training statistics, fits one of the six methods with the UCI benchmark's engine code
-//! ([`crate::methods`], spec §7.3 defaults), optionally reports validation metrics, and saves a
+//! ([`smi_experiments::uci::fit`], spec §7.3 defaults), optionally reports validation metrics, and saves a
 //! versioned model file ([`model_file`]). `predict` ([`predict`]) writes per-row predictions;
 //! `inspect` ([`inspect`]) describes a model.
 
@@ -15,17 +15,18 @@ pub mod predict;
 use std::path::PathBuf;
 
 use anyhow::{bail, Context, Result};
-use smi::models::{Activation, BnnClassifier, BnnRegression, Mlp, Noise};
 use smi::{LogDensity, Matrix, NutsSettings};
 use smi_data::{train_test_split_indices, Standardizer};
+use smi_models::{Activation, BnnClassifier, BnnRegression, Mlp, Noise};
 
-use crate::methods::{self, FitOutcome, Method, MethodSettings, LR_GRID};
-use crate::progress::Bar;
 use csv_input::{class_map, read_table};
 use model_file::{
     finite, Architecture, Header, Metrics, ModelFile, Payload, PayloadKind, Scaler, Settings, Task,
     Training, FORMAT_VERSION, MAGIC,
 };
+use smi::{Fit, Method, LR_GRID};
+use smi_experiments::progress::Bar;
+use smi_experiments::uci::{fit as fit_method, UnitSettings};
 
 pub use inspect::InspectArgs;
 pub use predict::PredictArgs;
@@ -251,7 +252,7 @@ fn scaler(s: &Standardizer) -> model_file::Scaler {
 fn validate(
     spec: &Spec,
     prep: &Prepared,
-    out: &FitOutcome,
+    out: &Fit,
     draws: usize,
     seed: u64,
 ) -> Result<Option<Metrics>> {
@@ -262,11 +263,11 @@ fn validate(
     h.y_scaler = prep.y_scaler.as_ref().map(scaler);
     Ok(Some(match spec.task {
         Task::Regression => {
-            let o = predict::predict_regression(&h, &out.fitted, x, draws, 0.9, seed, Some(y))?;
+            let o = predict::predict_regression(&h, &out.posterior, x, draws, 0.9, seed, Some(y))?;
             predict::regression_metrics(&o, y, 0.9)
         }
         Task::Classification => {
-            let o = predict::predict_classes(&h, &out.fitted, x, draws, seed)?;
+            let o = predict::predict_classes(&h, &out.posterior, x, draws, seed)?;
             let labels: Vec<usize> = y.iter().map(|&v| v as usize).collect();
             predict::class_metrics(&o, &labels)
         }
@@ -278,7 +279,7 @@ fn header_stub(spec: &Spec, prep: &Prepared) -> Header {
     Header {
         magic: MAGIC.into(),
         format_version: FORMAT_VERSION,
-        smi_version: crate::records::VERSION.into(),
+        smi_version: smi_experiments::records::VERSION.into(),
         task: spec.task,
         method: String::new(),
         architecture: Architecture {
@@ -475,7 +476,7 @@ pub fn run(a: &FitArgs) -> Result<()> {
     if elbo_draws == 0 {
         bail!("--elbo-draws must be at least 1");
     }
-    let settings_for = |rows: usize| MethodSettings {
+    let settings_for = |rows: usize| UnitSettings {
         max_steps: a.max_steps,
         num_particles: a.particles,
         elbo_draws,
@@ -508,33 +509,38 @@ pub fn run(a: &FitArgs) -> Result<()> {
         };
         let tmodel = Model::build(&spec, tprep.x_train.clone(), &tprep.y_train)?;
         let ts = settings_for(tprep.y_train.len());
-        let (best, score) = methods::best_lr(&LR_GRID, "lr search", |lr| {
-            let o = methods::fit(
-                method,
-                Some(lr),
-                tmodel.density(),
-                &ts,
-                a.seed,
-                &mut smi::NoObserver,
-            )?;
-            let m = validate(&spec, &tprep, &o, a.draws, a.seed)?.context("no validation split")?;
-            let v = match task {
-                Task::Regression => m.rmse,
-                Task::Classification => m.nll,
-            }
-            .unwrap_or(f64::INFINITY);
-            eprintln!(
-                "lr {lr:e}: validation {} {v:.4} ({} steps)",
-                if task == Task::Regression {
-                    "RMSE"
-                } else {
-                    "NLL"
-                },
-                o.steps
-            );
-            grid_scores.push((lr, finite(v)));
-            Ok(v)
-        })?;
+        let (best, score) = smi::best_lr(
+            &LR_GRID,
+            |lr| -> Result<f64> {
+                let o = fit_method(
+                    method,
+                    Some(lr),
+                    tmodel.density(),
+                    &ts,
+                    a.seed,
+                    &mut smi::NoObserver,
+                )?;
+                let m =
+                    validate(&spec, &tprep, &o, a.draws, a.seed)?.context("no validation split")?;
+                let v = match task {
+                    Task::Regression => m.rmse,
+                    Task::Classification => m.nll,
+                }
+                .unwrap_or(f64::INFINITY);
+                eprintln!(
+                    "lr {lr:e}: validation {} {v:.4} ({} steps)",
+                    if task == Task::Regression {
+                        "RMSE"
+                    } else {
+                        "NLL"
+                    },
+                    o.steps
+                );
+                grid_scores.push((lr, finite(v)));
+                Ok(v)
+            },
+            |lr, e| eprintln!("note: lr search lr={lr:e}: {e:#} (counted as infinite)"),
+        )?;
         eprintln!("chosen lr {best:e} (validation score {score:.4})");
         Some(best)
     };
@@ -543,18 +549,18 @@ pub fn run(a: &FitArgs) -> Result<()> {
     let model = Model::build(&spec, prep.x_train.clone(), &prep.y_train)?;
     let settings = settings_for(prep.y_train.len());
     let mut bar = Bar::new(&format!("fit {method}"), 10);
-    let out = methods::fit(method, lr, model.density(), &settings, a.seed, &mut bar)
+    let out = fit_method(method, lr, model.density(), &settings, a.seed, &mut bar)
         .with_context(|| format!("fitting {method}"))?;
     eprintln!(
         "{method}: {} steps in {:.1} s{}{}",
         out.steps,
         out.seconds,
-        if out.early_stopped {
+        if out.early_stopped() {
             " (stopped early on the force norm)"
         } else {
             ""
         },
-        out.final_loss
+        out.final_loss()
             .map_or_else(String::new, |l| format!(", last loss {l:.4}"))
     );
     let validation = validate(&spec, &prep, &out, a.draws, a.seed)?;
@@ -595,11 +601,11 @@ pub fn run(a: &FitArgs) -> Result<()> {
         validation_rows: val.as_ref().map_or(0, Vec::len),
         steps: out.steps,
         seconds: out.seconds,
-        early_stopped: out.early_stopped,
-        final_loss: out.final_loss.and_then(finite),
+        early_stopped: out.early_stopped(),
+        final_loss: out.final_loss().and_then(finite),
     };
     h.validation = validation;
-    let file = ModelFile::new(h, &out.fitted, model.density().dim());
+    let file = ModelFile::new(h, &out.posterior, model.density().dim());
     file.save(&a.save)?;
     eprintln!("saved the model to {}", a.save.display());
     Ok(())

@@ -37,11 +37,9 @@ use std::path::Path;
 use anyhow::{anyhow, bail, Context, Result};
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
-use smi::guide::GuideSettings;
-use smi::models::{Activation, Noise};
-use smi::{Matrix, Posterior};
-
-use crate::methods::Fitted;
+use smi::GuideSettings;
+use smi::{Matrix, Mixture, Posterior};
+use smi_models::{Activation, Noise};
 
 /// The `magic` value of every model file.
 pub const MAGIC: &str = "smi-model";
@@ -231,10 +229,10 @@ pub struct ModelFile {
 
 impl ModelFile {
     /// A model file for `fitted` (the payload fields of `header` are filled in here).
-    pub fn new(mut header: Header, fitted: &Fitted, dim: usize) -> Self {
+    pub fn new(mut header: Header, fitted: &Posterior, dim: usize) -> Self {
         let (kind, guide, m) = match fitted {
-            Fitted::Variational(p) => (PayloadKind::Particles, Some(p.guide), p.particles.clone()),
-            Fitted::Draws(d) => (PayloadKind::Draws, None, d.clone()),
+            Posterior::Mixture(p) => (PayloadKind::Particles, Some(p.guide), p.particles.clone()),
+            Posterior::Draws(d) => (PayloadKind::Draws, None, d.clone()),
         };
         header.payload = Payload {
             kind,
@@ -248,15 +246,15 @@ impl ModelFile {
     }
 
     /// The fitted approximation the payload holds.
-    pub fn fitted(&self) -> Result<Fitted> {
+    pub fn fitted(&self) -> Result<Posterior> {
         let p = &self.header.payload;
         match (p.kind, p.guide) {
-            (PayloadKind::Particles, Some(guide)) => Ok(Fitted::Variational(Posterior {
+            (PayloadKind::Particles, Some(guide)) => Ok(Posterior::Mixture(Mixture {
                 guide,
                 particles: self.payload.clone(),
                 dim: p.dim,
             })),
-            (PayloadKind::Draws, _) => Ok(Fitted::Draws(self.payload.clone())),
+            (PayloadKind::Draws, _) => Ok(Posterior::Draws(self.payload.clone())),
             (PayloadKind::Particles, None) => {
                 bail!("corrupt model header: particles without a guide")
             }
@@ -300,7 +298,7 @@ impl ModelFile {
             Some(other) => bail!(
                 "{source} is a model file of format version {other}; this smi ({}) reads \
                  version {FORMAT_VERSION} only (refit the model with this version)",
-                crate::records::VERSION
+                smi_experiments::records::VERSION
             ),
             None => return Err(not_model("the header has no format_version")),
         }
@@ -443,12 +441,12 @@ mod tests {
             },
         };
         // d = 1·2 + 2 + 2·1 + 1 + 1 (precision) = 8; Normal particles: 2 × 16.
-        let post = Posterior {
+        let post = Mixture {
             guide: GuideSettings::normal(),
             particles: Matrix::from_fn(2, 16, |i, j| (i * 16 + j) as f64 * 0.25 - 1.0),
             dim: 8,
         };
-        ModelFile::new(header, &Fitted::Variational(post), 8)
+        ModelFile::new(header, &Posterior::Mixture(post), 8)
     }
 
     #[test]

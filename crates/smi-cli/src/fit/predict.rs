@@ -13,13 +13,14 @@ use std::path::{Path, PathBuf};
 use anyhow::{bail, Context, Result};
 use rand::{Rng, SeedableRng};
 use rand_chacha::ChaCha8Rng;
-use smi::metrics::regression::{central_interval, gaussian_log_lik, pointwise_log_predictive};
-use smi::models::{BnnClassifier, BnnRegression, Mlp, Noise};
+use smi::metrics::{central_interval, gaussian_log_lik, pointwise_log_predictive};
 use smi::Matrix;
+use smi_models::{BnnClassifier, BnnRegression, Mlp, Noise};
 
 use super::csv_input::{read_table, Table};
 use super::model_file::{finite, Header, Metrics, ModelFile, Task};
-use crate::methods::{prediction_rng, Fitted};
+use smi::Posterior;
+use smi_experiments::uci::prediction_rng;
 
 /// Options of `smi predict`.
 #[derive(clap::Args, Debug, Clone)]
@@ -93,7 +94,7 @@ fn std_normal(rng: &mut ChaCha8Rng) -> f64 {
 /// the per-row log predictive density.
 pub fn predict_regression(
     h: &Header,
-    fitted: &Fitted,
+    fitted: &Posterior,
     x: &Matrix,
     draws: usize,
     interval: f64,
@@ -157,7 +158,7 @@ pub fn predict_regression(
 }
 
 /// Regression metrics of `out` against `y`: NLL = −mean log predictive density (the same sum
-/// as `smi::metrics::regression::mixture_nll`), RMSE of the mean, interval coverage.
+/// as `smi::metrics::mixture_nll`), RMSE of the mean, interval coverage.
 pub fn regression_metrics(out: &RegressionOutput, y: &[f64], interval: f64) -> Metrics {
     let n = y.len() as f64;
     let nll = -out.log_pred.iter().sum::<f64>() / out.log_pred.len() as f64;
@@ -179,7 +180,7 @@ pub fn regression_metrics(out: &RegressionOutput, y: &[f64], interval: f64) -> M
 /// Classification predictions at the standardised inputs `x`.
 pub fn predict_classes(
     h: &Header,
-    fitted: &Fitted,
+    fitted: &Posterior,
     x: &Matrix,
     draws: usize,
     seed: u64,

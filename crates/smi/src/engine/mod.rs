@@ -1,20 +1,20 @@
 //! What every engine shares: the [`Engine`] trait, its [`State`], the run loop, observers, early
 //! stopping and checkpoints.
 
-pub mod early_stop;
-pub mod observe;
-pub mod runner;
-pub mod state;
+mod early_stop;
+mod observe;
+mod runner;
+mod state;
 
 pub use early_stop::{EarlyStopSettings, EarlyStopState};
 pub use observe::{LossTrace, NoObserver, Observer, Progress};
 pub use runner::{run, RunResult, RunSettings, Termination};
-pub use state::State;
+pub use state::{State, CHECKPOINT_FORMAT};
 
 use serde::{Deserialize, Serialize};
 
 use crate::error::Result;
-use crate::predictive::Posterior;
+use crate::posterior::Mixture;
 
 /// What to do when a step produces a non-finite value (NumPyro's `stable_update`).
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize, Default)]
@@ -72,7 +72,7 @@ pub trait Engine: Sync {
     fn step(&self, state: &mut State, rows: Option<&[usize]>) -> Result<StepInfo>;
 
     /// The approximate posterior the state represents.
-    fn posterior(&self, state: &State) -> Posterior;
+    fn posterior(&self, state: &State) -> Mixture;
 
     /// A string identifying settings and model shape; a checkpoint only loads into an engine
     /// with the same fingerprint.

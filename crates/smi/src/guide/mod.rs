@@ -4,8 +4,8 @@
 //! the point-mass [`delta`] guide (AutoDelta: ψ = θ). Particles are stored unconstrained, one per
 //! row of an m×p [`Matrix`].
 
-pub mod delta;
-pub mod normal;
+pub(crate) mod delta;
+pub(crate) mod normal;
 
 use rand::{Rng, SeedableRng};
 use rand_distr::{Distribution, StandardNormal};
@@ -13,10 +13,10 @@ use rayon::prelude::*;
 use serde::{Deserialize, Serialize};
 
 use crate::error::{Error, Result};
-use crate::layout::Layout;
 use crate::matrix::Matrix;
+use crate::model::inv_softplus;
+use crate::model::Layout;
 use crate::model::LogDensity;
-use crate::transform::inv_softplus;
 
 /// Noise values per independently seeded block in [`GuideSettings::draw_noise`].
 pub const NOISE_BLOCK: usize = 1 << 16;

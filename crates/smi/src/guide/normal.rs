@@ -4,7 +4,7 @@ use rayon::prelude::*;
 
 use crate::linalg::{gemm, Op};
 use crate::matrix::Matrix;
-use crate::transform::{sigmoid, softplus};
+use crate::model::{sigmoid, softplus};
 
 const LN_2PI: f64 = 1.837_877_066_409_345_5;
 
@@ -169,7 +169,7 @@ pub fn entropy(psi: &[f64]) -> f64 {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::transform::inv_softplus;
+    use crate::model::inv_softplus;
 
     fn log_normal(u: f64, mu: f64, s: f64) -> f64 {
         -0.5 * ((u - mu) / s).powi(2) - s.ln() - 0.5 * LN_2PI

@@ -3,8 +3,8 @@
 
 use super::{check_particles, Gram, Kernel, RbfKernel, Weights};
 use crate::error::{Error, Result};
-use crate::layout::Layout;
 use crate::matrix::Matrix;
+use crate::model::Layout;
 
 /// Block-diagonal matrix-mode kernel (NumPyro's `GraphicalKernel`).
 ///

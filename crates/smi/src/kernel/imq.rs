@@ -4,8 +4,8 @@ use super::bandwidth::squared_distances;
 use super::rbf::vector_gram;
 use super::{check_particles, radial_repulsion, Gram, Kernel, Mode, Weights};
 use crate::error::{Error, Result};
-use crate::layout::Layout;
 use crate::matrix::Matrix;
+use crate::model::Layout;
 
 /// Inverse multi-quadratic kernel (NumPyro's `IMQKernel`).
 ///

@@ -2,9 +2,9 @@
 
 use super::{check_particles, Gram, Kernel, Weights};
 use crate::error::Result;
-use crate::layout::Layout;
 use crate::linalg::{gemm, Op};
 use crate::matrix::Matrix;
+use crate::model::Layout;
 
 /// Linear kernel (NumPyro's `LinearKernel`): k(x, y) = xᵀy + 1, ∇_x k(x, y) = y.
 ///

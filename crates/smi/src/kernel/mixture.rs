@@ -2,8 +2,8 @@
 
 use super::{Gram, Kernel, Weights};
 use crate::error::{Error, Result};
-use crate::layout::Layout;
 use crate::matrix::Matrix;
+use crate::model::Layout;
 
 /// Weighted sum of kernels (NumPyro's `MixtureKernel`): k = Σ_i w_i k_i, ∇k = Σ_i w_i ∇k_i.
 ///

@@ -12,18 +12,18 @@ use std::ops::Range;
 use serde::{Deserialize, Serialize};
 
 use crate::error::{Error, Result};
-use crate::layout::Layout;
 use crate::linalg::{gemm, Op};
 use crate::matrix::Matrix;
+use crate::model::Layout;
 
-pub mod bandwidth;
-pub mod graphical;
-pub mod imq;
-pub mod linear;
-pub mod mixture;
-pub mod probability_product;
-pub mod random_feature;
-pub mod rbf;
+mod bandwidth;
+mod graphical;
+mod imq;
+mod linear;
+mod mixture;
+mod probability_product;
+mod random_feature;
+mod rbf;
 #[cfg(test)]
 mod testutil;
 

@@ -4,9 +4,9 @@ use rayon::prelude::*;
 
 use super::{check_particles, Gram, Kernel, Weights};
 use crate::error::{Error, Result};
-use crate::layout::Layout;
 use crate::matrix::Matrix;
-use crate::transform::{sigmoid, softplus};
+use crate::model::Layout;
+use crate::model::{sigmoid, softplus};
 
 /// Probability-product kernel for Normal-guide particles (NumPyro's experimental
 /// `ProbabilityProductKernel`), norm mode only, unnormalised.

@@ -11,9 +11,9 @@ use rayon::prelude::*;
 use super::bandwidth::{median_bandwidth, BandwidthFactor};
 use super::{check_particles, Gram, Kernel, Weights};
 use crate::error::{Error, Result};
-use crate::layout::Layout;
 use crate::linalg::{gemm, Op};
 use crate::matrix::Matrix;
+use crate::model::Layout;
 
 /// Random Fourier feature kernel (NumPyro's `RandomFeatureKernel`), norm mode only.
 ///

@@ -5,8 +5,8 @@ use rayon::prelude::*;
 use super::bandwidth::{bandwidth_from_squared_distances, squared_distances, BandwidthFactor};
 use super::{check_particles, radial_repulsion, Gram, Kernel, Mode, Weights};
 use crate::error::{Error, Result};
-use crate::layout::Layout;
 use crate::matrix::Matrix;
+use crate::model::Layout;
 
 /// Radial basis function kernel (NumPyro's `RBFKernel`).
 ///

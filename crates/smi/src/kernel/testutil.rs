@@ -1,8 +1,8 @@
 //! Shared checks for the kernel unit tests: naive attraction and finite-difference repulsion.
 
 use super::{Gram, Kernel};
-use crate::layout::Layout;
 use crate::matrix::Matrix;
+use crate::model::Layout;
 
 /// The spec's 4×2 test particles.
 pub fn x4() -> Matrix {

@@ -6,10 +6,10 @@
 //! SVGD/ASVGD, LPPD without 1/S, sampled-label accuracy, the unweighted ECE with empty-bin
 //! effects) the artifact and the proper metric are both provided, under distinct names.
 
-pub mod classification;
-pub mod regression;
-pub mod stats;
-pub mod variance;
+mod classification;
+mod regression;
+mod stats;
+mod variance;
 
 pub use classification::{
     argmax_accuracy_per_draw, brier_per_draw, classification_metrics, nll_per_draw,

@@ -6,8 +6,8 @@ use std::rc::Rc;
 
 use nuts_rs::{CpuLogpFunc, CpuMathError, HasDims, LogpError};
 
-use crate::data::Batch;
 use crate::error::Error;
+use crate::model::Batch;
 use crate::model::LogDensity;
 
 /// The error the adapter hands to nuts-rs: recoverable ([`Error::is_recoverable`], e.g. a

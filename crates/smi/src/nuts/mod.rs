@@ -14,7 +14,7 @@
 //! ```
 
 mod adapter;
-pub mod diagnostics;
+mod diagnostics;
 
 use std::sync::atomic::{AtomicBool, Ordering};
 
@@ -26,13 +26,14 @@ use rand_chacha::ChaCha8Rng;
 use rayon::prelude::*;
 use serde::{Deserialize, Serialize};
 
-use crate::data::Batch;
 use crate::engine::{Observer, Progress};
 use crate::error::{Error, Result};
 use crate::matrix::Matrix;
+use crate::model::Batch;
 use crate::model::LogDensity;
 
 use adapter::{eval_one, Adapter, FatalSlot};
+pub use diagnostics::{ess_bulk, ess_mean, split_rhat};
 
 /// How many uniform initial points are tried before giving up (NumPyro's `init_to_uniform`).
 const MAX_INIT_TRIES: usize = 100;

@@ -5,10 +5,12 @@
 
 mod adagrad;
 mod adam;
+mod schedule;
 mod sgd;
 
 pub use adagrad::AdagradState;
 pub use adam::AdamState;
+pub use schedule::Schedule;
 pub use sgd::SgdState;
 
 use serde::{Deserialize, Serialize};

@@ -3,10 +3,10 @@
 
 use rayon::prelude::*;
 
-use crate::data::Batch;
 use crate::error::{Error, Result};
 use crate::guide::GuideSettings;
 use crate::matrix::Matrix;
+use crate::model::Batch;
 use crate::model::LogDensity;
 
 /// Values below which a parallel loop stays on the calling thread (no rayon dispatch for tiny
@@ -103,8 +103,8 @@ pub(crate) fn elbo_gradients<M: LogDensity + ?Sized>(
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::model::inv_softplus;
     use crate::model::FnDensity;
-    use crate::transform::inv_softplus;
 
     const LN_2PI: f64 = 1.837_877_066_409_345_5;
 

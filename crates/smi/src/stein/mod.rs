@@ -6,7 +6,7 @@
 //! (c = 1/m with paper normalisation, 1 with NumPyro's).
 
 pub(crate) mod force;
-pub mod settings;
+mod settings;
 
 pub use settings::{AttractionNorm, GradientReuse, SteinSettings};
 
@@ -15,14 +15,14 @@ use std::sync::Mutex;
 use rand::SeedableRng;
 use rand_chacha::ChaCha8Rng;
 
-use crate::data::{Batch, Batcher};
 use crate::engine::{self, Engine, State, StepInfo};
 use crate::error::{Error, Result};
 use crate::kernel::Kernel;
-use crate::layout::Layout;
 use crate::matrix::Matrix;
+use crate::model::Layout;
 use crate::model::LogDensity;
-use crate::predictive::Posterior;
+use crate::model::{Batch, Batcher};
+use crate::posterior::Mixture;
 
 /// The Stein mixture engine over a model `M`.
 ///
@@ -201,8 +201,8 @@ impl<M: LogDensity + ?Sized> Engine for SteinVi<'_, M> {
         engine::apply_ascent(state, &st.optimizer, st.on_non_finite, result)
     }
 
-    fn posterior(&self, state: &State) -> Posterior {
-        Posterior {
+    fn posterior(&self, state: &State) -> Mixture {
+        Mixture {
             guide: self.settings.guide,
             particles: state.particles.clone(),
             dim: self.model.dim(),

@@ -7,7 +7,7 @@ use crate::error::{Error, Result};
 use crate::guide::{GuideSettings, Init};
 use crate::kernel::KernelSettings;
 use crate::optim::OptimizerSettings;
-use crate::schedule::Schedule;
+use crate::optim::Schedule;
 
 /// How the attraction is normalised (spec §2.8).
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize, Default)]
@@ -18,6 +18,32 @@ pub enum AttractionNorm {
     Paper,
     /// φ = Σ_i k·ĝ_i + (α/m) Σ_i ∇k: NumPyro ≥ 0.16 (equivalently α_eff = α/m).
     Numpyro,
+}
+
+impl AttractionNorm {
+    /// The name on the command line and in records: `paper` or `numpyro`.
+    pub fn name(self) -> &'static str {
+        match self {
+            AttractionNorm::Paper => "paper",
+            AttractionNorm::Numpyro => "numpyro",
+        }
+    }
+}
+
+impl std::str::FromStr for AttractionNorm {
+    type Err = Error;
+
+    /// Parses `paper` or `numpyro` (case-insensitive).
+    fn from_str(s: &str) -> Result<Self> {
+        match s.trim().to_ascii_lowercase().as_str() {
+            "paper" => Ok(AttractionNorm::Paper),
+            "numpyro" => Ok(AttractionNorm::Numpyro),
+            _ => Err(Error::invalid(
+                "attraction",
+                format!("unknown attraction normalisation {s:?}; valid: paper, numpyro"),
+            )),
+        }
+    }
 }
 
 /// Whether one ELBO gradient per particle serves every target (spec §2.8).

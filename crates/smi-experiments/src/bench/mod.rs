@@ -1,0 +1,456 @@
+//! The configurations of `smi bench`: synthetic models of the paper's shapes, engine settings,
+//! flop counts and the NumPyro reference timings with the targets of the benchmark issue.
+
+use anyhow::{bail, Result};
+use rand::seq::SliceRandom;
+use rand::{Rng, SeedableRng};
+use rand_chacha::ChaCha8Rng;
+use smi::testing::DiagNormal;
+use smi::{Engine, GradientReuse, LogDensity, Matrix, Method, MethodSettings};
+use smi_models::{Activation, BnnClassifier, BnnRegression, Mlp, Noise};
+
+/// Seed of every synthetic data set and of the engines.
+pub const SEED: u64 = 20_240_917;
+
+/// A named benchmark configuration (model, data shape, m, S, mini-batch size).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Config {
+    /// 1 → 100 → 100 → 1 tanh, 40 points, known noise; m = 5, S = 100.
+    Wave100,
+    /// 1 → 100 → 1 tanh, 40 points (NumPyro comparison); m = 5, S = 100.
+    Wave100OneHidden,
+    /// 13 → 50 → 50 → 1 relu, Gamma precision, b = 100 of N = 455; m = 5, S = 100.
+    Boston,
+    /// 13 → 50 → 1 relu, Gamma precision, b = 100 of N = 455 (NumPyro comparison).
+    BostonOneHidden,
+    /// 784 → 100 → 10 tanh, softmax, shared batches of b = 128 of N = 60 000; m = 5, S = 10.
+    Mnist1,
+    /// N(0, I₁₀₀); m = 20, S = 100.
+    Mvn100,
+}
+
+impl Config {
+    /// Every configuration, in table order.
+    pub const ALL: [Config; 6] = [
+        Config::Mvn100,
+        Config::Wave100OneHidden,
+        Config::BostonOneHidden,
+        Config::Wave100,
+        Config::Boston,
+        Config::Mnist1,
+    ];
+
+    /// The command-line name.
+    pub fn name(self) -> &'static str {
+        match self {
+            Config::Wave100 => "wave-100",
+            Config::Wave100OneHidden => "wave-100-1h",
+            Config::Boston => "boston",
+            Config::BostonOneHidden => "boston-1h",
+            Config::Mnist1 => "mnist-1",
+            Config::Mvn100 => "mvn-100",
+        }
+    }
+
+    /// Parses a command-line name.
+    ///
+    /// # Errors
+    /// An unknown name, listing the valid ones.
+    pub fn parse(name: &str) -> Result<Config> {
+        match Config::ALL.iter().find(|c| c.name() == name) {
+            Some(c) => Ok(*c),
+            None => bail!(
+                "unknown config {name:?}; valid configs: {}",
+                Config::ALL.map(Config::name).join(", ")
+            ),
+        }
+    }
+
+    /// m, the number of Stein particles.
+    pub fn particles(self) -> usize {
+        match self {
+            Config::Mvn100 => 20,
+            _ => 5,
+        }
+    }
+
+    /// S, the ELBO draws per particle of SMI.
+    pub fn smi_draws(self) -> usize {
+        match self {
+            Config::Mnist1 => 10,
+            _ => 100,
+        }
+    }
+
+    /// Mini-batch size drawn by the engine (`None`: full data, or shared rows for MNIST).
+    pub fn engine_batch(self) -> Option<usize> {
+        match self {
+            Config::Boston | Config::BostonOneHidden => Some(100),
+            _ => None,
+        }
+    }
+
+    /// Rows of the shared batch passed to every step (MNIST's epoch batches).
+    pub fn shared_batch(self) -> Option<usize> {
+        match self {
+            Config::Mnist1 => Some(128),
+            _ => None,
+        }
+    }
+
+    /// Data rows one draw is evaluated on (0 for the data-free MVN).
+    pub fn rows_per_draw(self) -> usize {
+        match self {
+            Config::Wave100 | Config::Wave100OneHidden => 40,
+            Config::Boston | Config::BostonOneHidden => 100,
+            Config::Mnist1 => 128,
+            Config::Mvn100 => 0,
+        }
+    }
+
+    /// Layer widths of the network (`None` for MVN).
+    pub fn sizes(self) -> Option<Vec<usize>> {
+        match self {
+            Config::Wave100 => Some(vec![1, 100, 100, 1]),
+            Config::Wave100OneHidden => Some(vec![1, 100, 1]),
+            Config::Boston => Some(vec![13, 50, 50, 1]),
+            Config::BostonOneHidden => Some(vec![13, 50, 1]),
+            Config::Mnist1 => Some(vec![784, 100, 10]),
+            Config::Mvn100 => None,
+        }
+    }
+
+    /// Multiply-adds of one forward pass of one draw (the network's matrix products,
+    /// rows × Σ_l n_in·n_out; the data-free MVN counts d).
+    pub fn forward_macs_per_draw(self) -> f64 {
+        match self.sizes() {
+            Some(s) => {
+                let per_row: usize = s.windows(2).map(|w| w[0] * w[1]).sum();
+                (self.rows_per_draw() * per_row) as f64
+            }
+            None => 100.0,
+        }
+    }
+
+    /// Builds the model on synthetic data of the configuration's shape (fixed seed).
+    ///
+    /// # Errors
+    /// From the model constructors (not expected for these shapes).
+    pub fn build(self) -> Result<Model> {
+        let mut rng = ChaCha8Rng::seed_from_u64(SEED);
+        let model = match self {
+            Config::Wave100 | Config::Wave100OneHidden => {
+                let n = 40;
+                let x = Matrix::from_fn(n, 1, |i, _| -1.6 + 3.4 * i as f64 / (n - 1) as f64);
+                let y = (0..n)
+                    .map(|i| {
+                        let v = x.get(i, 0);
+                        (3.0 * v).sin() + 0.1 * v + 0.1 * rng.random_range(-1.0..1.0)
+                    })
+                    .collect();
+                let sizes = self.sizes().unwrap_or_default();
+                let mlp = Mlp::new(&sizes, Activation::Tanh)?;
+                Model::Regression(BnnRegression::new(mlp, x, y, Noise::Fixed(0.1))?)
+            }
+            Config::Boston | Config::BostonOneHidden => {
+                let (n, p) = (455, 13);
+                let x = Matrix::from_fn(n, p, |_, _| rng.random_range(-1.7..1.7));
+                let w: Vec<f64> = (0..p).map(|_| rng.random_range(-1.0..1.0)).collect();
+                let y = (0..n)
+                    .map(|i| {
+                        let lin: f64 = x.row(i).iter().zip(&w).map(|(a, b)| a * b).sum();
+                        lin.tanh() + 0.3 * rng.random_range(-1.0..1.0)
+                    })
+                    .collect();
+                let sizes = self.sizes().unwrap_or_default();
+                let mlp = Mlp::new(&sizes, Activation::Relu)?;
+                Model::Regression(BnnRegression::new(mlp, x, y, Noise::uci())?)
+            }
+            Config::Mnist1 => {
+                let (n, p) = (60_000, 784);
+                // Pixel-like inputs in [0, 1) (dense: the products do not exploit zeros).
+                let x = Matrix::from_fn(n, p, |_, _| rng.random::<f64>());
+                let labels = (0..n).map(|_| rng.random_range(0..10)).collect();
+                Model::Classifier(BnnClassifier::mnist(x, labels, 1)?)
+            }
+            Config::Mvn100 => Model::Normal(DiagNormal::standard(100)?),
+        };
+        Ok(model)
+    }
+}
+
+/// The methods of the benchmark table (every variational method; NUTS has no step to time).
+pub const METHODS: [Method; 5] = Method::VARIATIONAL;
+
+/// Parses a benchmark method name.
+///
+/// # Errors
+/// An unknown name, or NUTS, listing the valid ones.
+pub fn parse_method(name: &str) -> Result<Method> {
+    let m: Method = name.parse()?;
+    if m == Method::Nuts {
+        bail!("NUTS has no step to time; valid methods: smi, svgd, asvgd, ovi, map");
+    }
+    Ok(m)
+}
+
+/// The name of a gradient-reuse mode.
+pub fn reuse_name(r: GradientReuse) -> &'static str {
+    match r {
+        GradientReuse::Shared => "shared",
+        GradientReuse::PerPair => "per_pair",
+    }
+}
+
+/// Parses `shared` / `per_pair`.
+///
+/// # Errors
+/// Any other value, listing the valid ones.
+pub fn parse_reuse(name: &str) -> Result<GradientReuse> {
+    match name {
+        "shared" => Ok(GradientReuse::Shared),
+        "per_pair" | "per-pair" => Ok(GradientReuse::PerPair),
+        _ => bail!("unknown --reuse {name:?}; valid values: shared, per_pair"),
+    }
+}
+
+/// One benchmark line: a configuration, a method, the gradient reuse and S.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Case {
+    /// The configuration.
+    pub config: Config,
+    /// The method.
+    pub method: Method,
+    /// Gradient reuse (Stein engines only).
+    pub reuse: GradientReuse,
+    /// S, ELBO draws per particle (1 for SVGD, ASVGD, OVI, MAP).
+    pub draws: usize,
+}
+
+impl Case {
+    /// A case with the configuration's defaults; `draws` overrides S for SMI and OVI.
+    ///
+    /// # Errors
+    /// `per_pair` with a non-Stein method; zero draws.
+    pub fn new(
+        config: Config,
+        method: Method,
+        reuse: GradientReuse,
+        draws: Option<usize>,
+    ) -> Result<Case> {
+        if reuse == GradientReuse::PerPair && !method.is_stein() {
+            bail!(
+                "--reuse per_pair applies to the Stein engines (smi, svgd, asvgd), not {}",
+                method.name()
+            );
+        }
+        let default = match method {
+            Method::Smi => config.smi_draws(),
+            _ => 1,
+        };
+        let draws = match (method, draws) {
+            (Method::Smi | Method::Ovi, Some(s)) => s,
+            (_, Some(s)) if s != 1 => bail!(
+                "--draws applies to smi and ovi; {} uses one draw per particle",
+                method.name()
+            ),
+            _ => default,
+        };
+        if draws == 0 {
+            bail!("--draws must be at least 1");
+        }
+        Ok(Case {
+            config,
+            method,
+            reuse,
+            draws,
+        })
+    }
+
+    /// Every line of the benchmark table (`smi bench --all`), in order.
+    pub fn table() -> Vec<Case> {
+        use GradientReuse::{PerPair, Shared};
+        use Method::{Asvgd, Map, Ovi, Smi, Svgd};
+        let mut out = Vec::new();
+        let mut push = |config, method, reuse, draws| {
+            out.push(Case {
+                config,
+                method,
+                reuse,
+                draws,
+            })
+        };
+        push(Config::Mvn100, Smi, Shared, 100);
+        push(Config::Mvn100, Smi, PerPair, 100);
+        push(Config::Mvn100, Svgd, Shared, 1);
+        push(Config::Mvn100, Asvgd, Shared, 1);
+        for c in [Config::Wave100OneHidden, Config::BostonOneHidden] {
+            push(c, Smi, Shared, 100);
+            push(c, Smi, PerPair, 100);
+            push(c, Svgd, Shared, 1);
+            push(c, Asvgd, Shared, 1);
+            push(c, Ovi, Shared, 1);
+            push(c, Map, Shared, 1);
+        }
+        push(Config::Wave100, Smi, Shared, 100);
+        push(Config::Wave100, Svgd, Shared, 1);
+        push(Config::Boston, Smi, Shared, 100);
+        push(Config::Boston, Svgd, Shared, 1);
+        push(Config::Boston, Ovi, Shared, 1);
+        push(Config::Boston, Map, Shared, 1);
+        push(Config::Mnist1, Smi, Shared, 10);
+        push(Config::Mnist1, Smi, Shared, 55);
+        out
+    }
+
+    /// m (1 for OVI and MAP).
+    pub fn particles(&self) -> usize {
+        if self.method.is_stein() {
+            self.config.particles()
+        } else {
+            1
+        }
+    }
+
+    /// K, the draws of one model call per step.
+    pub fn draws_per_step(&self) -> usize {
+        let m = self.particles();
+        let groups = match self.reuse {
+            GradientReuse::Shared => 1,
+            GradientReuse::PerPair => m,
+        };
+        groups * m * self.draws
+    }
+
+    /// Model flops of one step: 2 flops per multiply-add, forward + backward = 3 × forward,
+    /// times K draws (see BENCHMARKS.md).
+    pub fn model_flops(&self) -> f64 {
+        let k = self.draws_per_step() as f64;
+        if self.config == Config::Mvn100 {
+            // DiagNormal: ≈ 4 flops per coordinate (residual, square, accumulate, gradient).
+            return 4.0 * k * self.config.forward_macs_per_draw();
+        }
+        2.0 * 3.0 * k * self.config.forward_macs_per_draw()
+    }
+
+    /// Flops of the rest of the step: the mixture density of the Normal guide (four K×d×m
+    /// products) and the kernel (squared distances, attraction: ≈ 2·m²·p multiply-adds per
+    /// group of gradients).
+    pub fn other_flops(&self, d: usize) -> f64 {
+        let (k, m) = (self.draws_per_step() as f64, self.particles() as f64);
+        let d = d as f64;
+        let p = if self.method.is_point_mass() {
+            d
+        } else {
+            2.0 * d
+        };
+        let mixture = if self.method == Method::Smi {
+            2.0 * 4.0 * k * d * m
+        } else {
+            0.0
+        };
+        let groups = k / (m * self.draws as f64);
+        let kernel = if self.method.is_stein() {
+            2.0 * m * m * p * (1.0 + groups)
+        } else {
+            0.0
+        };
+        mixture + kernel
+    }
+
+    /// The engine of this case over `model`.
+    ///
+    /// # Errors
+    /// From the engine constructors.
+    pub fn engine<'a>(&self, model: &'a dyn LogDensity) -> Result<Box<dyn Engine + 'a>> {
+        let batch = self.config.engine_batch();
+        let mut settings = self
+            .method
+            .preset(1000)
+            .with_particles(self.config.particles())
+            .with_batch_size(batch)
+            .with_seed(SEED);
+        match &mut settings {
+            MethodSettings::Stein(s) => {
+                s.num_elbo_particles = self.draws;
+                s.gradient_reuse = self.reuse;
+            }
+            MethodSettings::Svi(s) => s.num_elbo_particles = self.draws,
+            MethodSettings::Nuts(_) => bail!("NUTS has no step to time"),
+        }
+        Ok(settings.build(model)?)
+    }
+
+    /// NumPyro 0.22 (JAX CPU) ms per step on this machine class, from the benchmark issue.
+    /// NumPyro's SMI recomputes the force for every particle pair (m²·S model evaluations).
+    pub fn numpyro_ms(&self) -> Option<f64> {
+        let v = match (self.config, self.method) {
+            (Config::Mvn100, Method::Smi) => 443.0,
+            (Config::Mvn100, Method::Svgd) => 0.092,
+            (Config::Mvn100, Method::Asvgd) => 0.100,
+            (Config::Wave100OneHidden, Method::Smi) => 65.0,
+            (Config::Wave100OneHidden, Method::Svgd) => 0.120,
+            (Config::Wave100OneHidden, Method::Asvgd) => 0.117,
+            (Config::Wave100OneHidden, Method::Ovi) => 0.035,
+            (Config::Wave100OneHidden, Method::Map) => 0.004,
+            (Config::BostonOneHidden, Method::Smi) => 157.0,
+            (Config::BostonOneHidden, Method::Svgd) => 1.40,
+            (Config::BostonOneHidden, Method::Asvgd) => 1.44,
+            (Config::BostonOneHidden, Method::Ovi) => 0.27,
+            (Config::BostonOneHidden, Method::Map) => 0.23,
+            _ => return None,
+        };
+        let default_draws = match self.method {
+            Method::Smi => self.config.smi_draws(),
+            _ => 1,
+        };
+        (self.draws == default_draws).then_some(v)
+    }
+
+    /// The issue's target for this line: a description and whether `ms` (and `gflops` against
+    /// the GEMM peak) meets it; `None` when the line has no target.
+    pub fn target(&self, ms: f64, gflops: f64, peak: f64) -> Option<(String, bool)> {
+        if self.config == Config::Mnist1 && self.method == Method::Smi {
+            return Some(("≥ 50 % of GEMM peak".into(), gflops >= 0.5 * peak));
+        }
+        let np = self.numpyro_ms()?;
+        let speedup = np / ms;
+        let need = match (self.method, self.reuse) {
+            (Method::Smi, GradientReuse::PerPair) => 5.0,
+            (Method::Smi, GradientReuse::Shared) => 20.0,
+            (_, GradientReuse::PerPair) => return None,
+            _ if self.config == Config::BostonOneHidden => 3.0,
+            _ => 1.0,
+        };
+        Some((format!("≥ {need}× NumPyro"), speedup >= need))
+    }
+}
+
+/// A built model and, for MNIST, the shuffled row order its shared batches come from.
+pub enum Model {
+    /// Wave and UCI networks.
+    Regression(BnnRegression),
+    /// The MNIST network.
+    Classifier(BnnClassifier),
+    /// The standard normal.
+    Normal(DiagNormal),
+}
+
+impl Model {
+    /// The model as a log density.
+    pub fn density(&self) -> &dyn LogDensity {
+        match self {
+            Model::Regression(m) => m,
+            Model::Classifier(m) => m,
+            Model::Normal(m) => m,
+        }
+    }
+}
+
+/// A fixed shuffle of `0..n` (MNIST's epoch order).
+pub fn epoch_order(n: usize) -> Vec<usize> {
+    let mut rng = ChaCha8Rng::seed_from_u64(SEED ^ 0x5eed);
+    let mut v: Vec<usize> = (0..n).collect();
+    v.shuffle(&mut rng);
+    v
+}

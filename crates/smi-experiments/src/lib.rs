@@ -1,0 +1,68 @@
+//! # smi-experiments — the ELBOing-Stein paper's experiments as a library
+//!
+//! One module (or folder) per experiment. Each defines its options (`Args`, clap-derivable so
+//! the `smi` command can offer them), a `run` that appends one JSON record per unit to
+//! `<out>/<experiment>.jsonl` and resumes from them, and a `report` that rebuilds its tables
+//! and figures from the records only. Methods and engines come from [`smi::method`]-layer
+//! presets ([`smi::Method::preset`]); each experiment states only its deltas.
+//!
+//! Shared pieces: [`records`] (the JSONL records), [`progress`] (progress bars), [`tables`]
+//! (Markdown), [`plot`] (fonts and figure helpers), and [`bench`] (the benchmark cases of
+//! `smi bench`).
+
+pub mod bench;
+pub mod mnist;
+pub mod plot;
+pub mod progress;
+pub mod records;
+pub mod tables;
+pub mod toy;
+pub mod uci;
+pub mod variance;
+pub mod wave;
+
+use clap::Subcommand;
+
+/// The experiments `smi reproduce` knows.
+#[derive(Subcommand, Debug)]
+pub enum Experiment {
+    /// Variance collapse on N(0, I_d): SMI-1, SMI-20, SVGD-20, ASVGD-20 over dimensions (§7.1).
+    Variance(variance::Args),
+    /// 1-D wave regression: LPPD and 90 % HDI in and between the data clusters (§7.2).
+    Wave(wave::Args),
+    /// Recovery point: how many SVGD particles match 5-particle SMI's LPPD (§7.2).
+    Recovery(wave::recovery::Args),
+    /// The paper's appendix figure: converged 2-particle SMI and SVGD on a 2-D Gaussian.
+    Toy(toy::Args),
+    /// UCI regression, standard and Gap10 splits, all six methods (§7.3).
+    Uci(uci::Args),
+    /// MNIST classification with 1- and 2-hidden-layer BNNs (§7.4).
+    Mnist(mnist::Args),
+}
+
+/// Runs one experiment.
+pub fn run(experiment: Experiment) -> anyhow::Result<()> {
+    match experiment {
+        Experiment::Variance(a) => variance::run(&a),
+        Experiment::Wave(a) => wave::run(&a),
+        Experiment::Recovery(a) => wave::recovery::run(&a),
+        Experiment::Toy(a) => toy::run(&a),
+        Experiment::Uci(a) => uci::run(&a),
+        Experiment::Mnist(a) => mnist::run(&a),
+    }
+}
+
+/// Rebuilds the reports of every experiment that has records in `out`; returns how many
+/// experiments had records.
+///
+/// # Errors
+/// A record file that cannot be read or a table or figure that cannot be written.
+pub fn report_all(out: &std::path::Path) -> anyhow::Result<()> {
+    variance::report(out)?;
+    wave::report(out)?;
+    wave::recovery::report(out)?;
+    toy::report(out)?;
+    uci::report(out)?;
+    mnist::report(out)?;
+    Ok(())
+}

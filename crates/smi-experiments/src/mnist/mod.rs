@@ -1,0 +1,1237 @@
+//! MNIST classification with 1- and 2-hidden-layer Bayesian neural networks (spec §7.4): SMI,
+//! SVGD, ASVGD, OVI and MAP trained on shuffled mini-batches for a number of epochs, evaluated
+//! on the test images with the paper's per-draw metrics (spec §8). Records go to
+//! `<out>/mnist.jsonl`, the paper's Table 4 to `<out>/mnist.md`.
+//!
+//! Every (layer count, method) pair is a unit. A unit whose key (layers, method, config) already
+//! has a record is skipped. While a unit trains, its state is saved at the end of every epoch to
+//! `<out>/checkpoints/mnist-<layers>-<method>.json` (the engine's [`State`]: particles,
+//! optimizer moments, RNG, step counter) next to `mnist-<layers>-<method>.progress.json` (epoch,
+//! shuffle position, training seconds so far, the training configuration); a rerun with the
+//! same training configuration continues from there.
+
+use std::collections::{BTreeMap, BTreeSet};
+use std::path::{Path, PathBuf};
+use std::time::Instant;
+
+use anyhow::{anyhow, bail, Context, Result};
+use clap::ArgAction;
+use rand::seq::SliceRandom;
+use rand::SeedableRng;
+use rand_chacha::ChaCha8Rng;
+use serde_json::{json, Map, Value};
+use smi::metrics::{
+    argmax_accuracy_per_draw, brier_per_draw, nll_per_draw, paper_calibration_per_draw,
+    sampled_accuracy_confidence, standard_calibration_per_draw, ClassProbs, PAPER_BINS,
+};
+use smi::metrics::{not_worse_than_best, Better, MeanStd, PAPER_ALPHA};
+use smi::{
+    AttractionNorm, Engine, Init, LogDensity, Matrix, Method, MethodSettings, Mixture, NoObserver,
+    Observer, OptimizerSettings, Progress, Schedule, State,
+};
+use smi_data::Mnist;
+use smi_models::BnnClassifier;
+
+use crate::progress::Bar;
+use crate::records;
+use crate::tables;
+use crate::uci::attraction_suffix;
+
+/// Name of the records file (`mnist.jsonl`) and of the report (`mnist.md`).
+pub const EXPERIMENT: &str = "mnist";
+/// Mini-batch size; the last incomplete batch of an epoch is dropped (spec §7.4).
+pub const BATCH_SIZE: usize = 128;
+/// Particles of SMI, SVGD and ASVGD.
+pub const PARTICLES: usize = 5;
+/// SMI's ELBO draws per particle and step (S).
+pub const SMI_ELBO_DRAWS: usize = 55;
+/// Adam learning rate of OVI and MAP.
+pub const ADAM_LR: f64 = 1e-3;
+/// The paper's seed.
+pub const PAPER_SEED: u64 = 142;
+/// Number of classes.
+const CLASSES: usize = 10;
+/// Predictive draws evaluated per forward pass (bounds the memory of the evaluation).
+const EVAL_CHUNK: usize = 5;
+/// RNG stream of the evaluation (predictive draws and sampled labels); the shuffle of epoch e
+/// uses stream e + 1.
+const EVAL_STREAM: u64 = u64::MAX;
+/// `--quick`: training images, test images, ELBO draws of SMI, predictive draws.
+const QUICK_TRAIN: usize = 512;
+const QUICK_TEST: usize = 1000;
+const QUICK_ELBO_DRAWS: usize = 10;
+const QUICK_DRAWS: usize = 5;
+
+/// SMI/SVGD/ASVGD's Adagrad learning rate for a network with `layers` hidden layers.
+pub fn adagrad_lr(layers: usize) -> f64 {
+    if layers == 1 {
+        0.7
+    } else {
+        0.8
+    }
+}
+
+/// Options of `smi reproduce mnist`.
+#[derive(clap::Args, Debug, Clone)]
+#[command(after_long_help = AFTER_HELP)]
+pub struct Args {
+    /// Hidden layers of width 100: `1`, `2` or `both` [default: both; with --quick: 1].
+    #[arg(long)]
+    pub layers: Option<String>,
+    /// Training epochs [default: 100; with --quick: 1].
+    #[arg(long)]
+    pub epochs: Option<u64>,
+    /// Methods, comma-separated, or `all` (smi, svgd, asvgd, ovi, map) [default: all].
+    #[arg(long)]
+    pub methods: Option<String>,
+    /// Predictive draws for SMI and OVI; MAP's single point is evaluated this many times (its
+    /// sampled labels differ); SVGD/ASVGD use their 5 particles [default: 50; with --quick: 5].
+    #[arg(long)]
+    pub draws: Option<usize>,
+    /// SMI's ELBO draws per particle and step, S [default: 55; with --quick: 10].
+    #[arg(long)]
+    pub elbo_draws: Option<usize>,
+    /// Cut every epoch after this many steps (a full epoch is ⌊N/128⌋ = 468 steps); for timing
+    /// runs that extrapolate to full epochs.
+    #[arg(long)]
+    pub max_steps_per_epoch: Option<u64>,
+    /// Use only the first N training images [default: all 60 000; with --quick: 512].
+    #[arg(long)]
+    pub train_size: Option<usize>,
+    /// Use only the first N test images [default: all 10 000; with --quick: 1000].
+    #[arg(long)]
+    pub test_size: Option<usize>,
+    /// Data directory holding `mnist/` [default: $SMI_DATA_DIR, else ../shared/data].
+    #[arg(long)]
+    pub data_dir: Option<PathBuf>,
+    /// Output folder for `mnist.jsonl`, `mnist.md` and `checkpoints/`.
+    #[arg(long, default_value = "results")]
+    pub out: PathBuf,
+    /// Seed of the engines, the epoch shuffles and the evaluation.
+    #[arg(long, default_value_t = PAPER_SEED)]
+    pub seed: u64,
+    /// SMI's attraction normalisation: `paper` (1/m, the paper's update; default) or `numpyro`
+    /// (no 1/m, as in NumPyro 0.16–0.22, which the paper's MNIST runs used; spec §2.8). Only a
+    /// non-default value enters the training key.
+    #[arg(long, default_value = "paper")]
+    pub attraction: AttractionNorm,
+    /// Continue from `<out>/checkpoints/` when a checkpoint of the same training configuration
+    /// exists (`--resume false` starts afresh and overwrites it).
+    #[arg(long, default_value_t = true, action = ArgAction::Set)]
+    pub resume: bool,
+    /// Smoke test for CI: 512 training and 1000 test images, 1 epoch (4 steps), 1 hidden layer,
+    /// S = 10, 5 predictive draws, all five methods; finishes in seconds.
+    #[arg(long)]
+    pub quick: bool,
+}
+
+const AFTER_HELP: &str = "\
+Model and methods (spec §7.4): 784 → 100 (→ 100) → 10 network with tanh hidden layers, N(0, 1) \
+priors on every weight and bias, categorical likelihood; pixels scaled to [0, 1]. Batches of 128 \
+images, the remainder dropped (468 steps per epoch), the likelihood scaled by N/128. Each epoch \
+the training images are reshuffled by this program's own seeded shuffle (ChaCha8 keyed by \
+--seed, stream epoch + 1, Fisher–Yates), the same order for every method; TensorFlow Datasets' \
+10 000-element shuffle buffer is not reproduced. SMI: 5 Normal particles (init Uniform(−2, 2), \
+scale 0.1), S = 55, Adagrad(0.7 for 1 layer, 0.8 for 2 layers). SVGD/ASVGD: 5 point particles \
+(init: median of 15 prior draws), the same Adagrad; ASVGD's cyclical schedule runs over the \
+total number of steps (epochs × steps per epoch). OVI (Normal guide, init as SMI) and MAP \
+(point, init as SVGD): Adam(1e-3), one draw per step.
+
+Evaluation: --draws predictive draws (SMI: mixture draws; OVI: guide draws; SVGD/ASVGD: the 5 \
+particles; MAP: its one point, --draws times), each metric per draw, then mean ± std (ddof 0) \
+over draws: Conf and Acc with sampled labels, NLL, Brier, the paper's unweighted 100-bin ECE/MCE \
+(with its empty-bin rule), plus argmax accuracy and the count-weighted ECE/MCE.
+
+Resuming: after every epoch the engine state is saved to \
+<out>/checkpoints/mnist-<layers>-<method>.json and the epoch, shuffle position and training time \
+to mnist-<layers>-<method>.progress.json; rerunning the same command continues an interrupted \
+unit from its last finished epoch (asking for more epochs continues a finished one). A unit \
+whose record (layers, method, config) is already in <out>/mnist.jsonl is skipped.
+
+Records (mnist.jsonl): experiment, layers, method, seed, epochs, steps, seconds, config, version, \
+and metrics.{acc, conf, nll, brier, ece, mce, each with *_std; acc_argmax, ece_weighted, \
+mce_weighted (with *_std); seconds_per_epoch, seconds_per_step, seconds_per_full_epoch, \
+per_draw.{acc, conf, nll, brier, ece, mce, acc_argmax, ece_weighted, mce_weighted}}.";
+
+/// The row order of the paper's Table 4.
+const TABLE: [Method; 5] = [
+    Method::Smi,
+    Method::Asvgd,
+    Method::Map,
+    Method::Ovi,
+    Method::Svgd,
+];
+
+/// The resolved options of a run.
+#[derive(Clone, Debug)]
+struct Plan {
+    layers: Vec<usize>,
+    methods: Vec<Method>,
+    epochs: u64,
+    draws: usize,
+    elbo_draws: usize,
+    max_steps_per_epoch: Option<u64>,
+    train_size: Option<usize>,
+    test_size: Option<usize>,
+    data_dir: PathBuf,
+    out: PathBuf,
+    seed: u64,
+    resume: bool,
+    attraction: AttractionNorm,
+    progress: bool,
+}
+
+impl Plan {
+    fn new(args: &Args) -> Result<Self> {
+        let q = args.quick;
+        let layers = match &args.layers {
+            Some(s) => parse_layers(s)?,
+            None if q => vec![1],
+            None => vec![1, 2],
+        };
+        let methods = match &args.methods {
+            Some(s) => parse_methods(s)?,
+            None => Method::ALL.to_vec(),
+        };
+        let epochs = args.epochs.unwrap_or(if q { 1 } else { 100 });
+        if epochs == 0 {
+            bail!("--epochs must be at least 1");
+        }
+        let draws = args.draws.unwrap_or(if q { QUICK_DRAWS } else { 50 });
+        if draws == 0 {
+            bail!("--draws must be at least 1");
+        }
+        let elbo_draws =
+            args.elbo_draws
+                .unwrap_or(if q { QUICK_ELBO_DRAWS } else { SMI_ELBO_DRAWS });
+        if elbo_draws == 0 {
+            bail!("--elbo-draws must be at least 1");
+        }
+        if args.max_steps_per_epoch == Some(0) {
+            bail!("--max-steps-per-epoch must be at least 1");
+        }
+        let train_size = args.train_size.or(q.then_some(QUICK_TRAIN));
+        if let Some(n) = train_size {
+            if n < BATCH_SIZE {
+                bail!("--train-size {n} is smaller than one batch of {BATCH_SIZE} images");
+            }
+        }
+        let test_size = args.test_size.or(q.then_some(QUICK_TEST));
+        if test_size == Some(0) {
+            bail!("--test-size must be at least 1");
+        }
+        Ok(Plan {
+            layers,
+            methods,
+            epochs,
+            draws,
+            elbo_draws,
+            max_steps_per_epoch: args.max_steps_per_epoch,
+            train_size,
+            test_size,
+            data_dir: args
+                .data_dir
+                .clone()
+                .unwrap_or_else(smi_data::default_data_dir),
+            out: args.out.clone(),
+            seed: args.seed,
+            resume: args.resume,
+            attraction: args.attraction,
+            progress: std::env::var_os("SMI_NO_PROGRESS").is_none(),
+        })
+    }
+
+    /// Steps per epoch on `n` training images.
+    fn steps_per_epoch(&self, n: usize) -> u64 {
+        let full = (n / BATCH_SIZE) as u64;
+        self.max_steps_per_epoch.map_or(full, |m| m.min(full))
+    }
+
+    /// Everything that determines the training trajectory step by step (the checkpoint key):
+    /// the config without the epoch count (except for ASVGD, whose schedule spans the run) and
+    /// without the evaluation settings.
+    fn train_key(&self, layers: usize, method: Method, n: usize) -> String {
+        let spe = self.steps_per_epoch(n);
+        let opt = match method {
+            Method::Smi | Method::Svgd | Method::Asvgd => {
+                format!("adagrad({})", adagrad_lr(layers))
+            }
+            // (MNIST has no NUTS run: `parse_methods` and `run_unit` refuse it.)
+            Method::Ovi | Method::Map | Method::Nuts => format!("adam({ADAM_LR})"),
+        };
+        let guide = match method {
+            Method::Smi => format!(
+                "m={PARTICLES} S={} normal(init=uniform(2),scale=0.1){}",
+                self.elbo_draws,
+                attraction_suffix(self.attraction, " ")
+            ),
+            Method::Svgd => format!("m={PARTICLES} delta(init=median15)"),
+            Method::Asvgd => format!(
+                "m={PARTICLES} delta(init=median15) {}",
+                schedule_label(asvgd_schedule(self.epochs * spe))
+            ),
+            Method::Ovi => "normal(init=uniform(2),scale=0.1) S=1".to_string(),
+            Method::Map => "delta(init=median15)".to_string(),
+            Method::Nuts => "nuts".to_string(),
+        };
+        format!(
+            "layers={layers} width=100 tanh prior=N(0,1) train={n} batch={BATCH_SIZE} \
+             steps_per_epoch={spe} shuffle=chacha8(seed,epoch) {opt} {guide} seed={}",
+            self.seed
+        )
+    }
+
+    /// The record's config: the training key plus epochs and evaluation settings.
+    fn config(&self, layers: usize, method: Method, n: usize, n_test: usize) -> String {
+        format!(
+            "{} epochs={} draws={} test={n_test}",
+            self.train_key(layers, method, n),
+            self.epochs,
+            self.draws
+        )
+    }
+}
+
+/// ASVGD's cyclical schedule over `total` steps: C = 10 cycles, p = 10; runs shorter than 10
+/// steps (only `--quick` ones) get C = `total` cycles, a single step the constant schedule.
+fn asvgd_schedule(total: u64) -> Schedule {
+    match total {
+        0 | 1 => Schedule::Constant,
+        t if t < 10 => Schedule::Cyclical {
+            total_steps: t,
+            num_cycles: t,
+            transition_speed: 10.0,
+        },
+        t => Schedule::cyclical(t),
+    }
+}
+
+fn schedule_label(s: Schedule) -> String {
+    match s {
+        Schedule::Constant => "constant".to_string(),
+        Schedule::Cyclical {
+            total_steps,
+            num_cycles,
+            transition_speed,
+        } => format!("cyclical(T={total_steps},C={num_cycles},p={transition_speed})"),
+    }
+}
+
+fn parse_layers(s: &str) -> Result<Vec<usize>> {
+    let mut out = Vec::new();
+    for part in s.split(',').map(str::trim).filter(|p| !p.is_empty()) {
+        match part.to_ascii_lowercase().as_str() {
+            "both" | "all" => out.extend([1, 2]),
+            "1" => out.push(1),
+            "2" => out.push(2),
+            _ => bail!("--layers: expected 1, 2 or both, got {part:?}"),
+        }
+    }
+    out.sort_unstable();
+    out.dedup();
+    if out.is_empty() {
+        bail!("--layers: expected 1, 2 or both");
+    }
+    Ok(out)
+}
+
+fn parse_methods(s: &str) -> Result<Vec<Method>> {
+    let items: Vec<&str> = s
+        .split(',')
+        .flat_map(|p| {
+            if p.trim().eq_ignore_ascii_case("all") {
+                Method::VARIATIONAL.map(Method::name).to_vec()
+            } else {
+                vec![p]
+            }
+        })
+        .collect();
+    let out = Method::parse_list(&items).map_err(|e| anyhow!("--methods: {e}"))?;
+    if out.contains(&Method::Nuts) {
+        bail!("--methods: MNIST has no NUTS run; valid methods: smi, svgd, asvgd, ovi, map, all");
+    }
+    Ok(out)
+}
+
+/// The permutation of `0..n` used in epoch `epoch`: Fisher–Yates driven by ChaCha8 keyed by
+/// `seed`, stream `epoch + 1`.
+pub fn epoch_permutation(seed: u64, epoch: u64, n: usize) -> Vec<usize> {
+    let mut rng = ChaCha8Rng::seed_from_u64(seed);
+    rng.set_stream(epoch.wrapping_add(1));
+    let mut perm: Vec<usize> = (0..n).collect();
+    perm.shuffle(&mut rng);
+    perm
+}
+
+/// Test images and labels.
+struct TestSet {
+    x: Matrix,
+    labels: Vec<usize>,
+}
+
+fn record_key(r: &Map<String, Value>) -> Option<(u64, String, String)> {
+    Some((
+        records::get(r, "layers")?.as_u64()?,
+        records::text(r, "method")?.to_string(),
+        records::text(r, "config")?.to_string(),
+    ))
+}
+
+/// Runs `smi reproduce mnist`.
+pub fn run(args: &Args) -> Result<()> {
+    let plan = Plan::new(args)?;
+    std::fs::create_dir_all(&plan.out)
+        .with_context(|| format!("cannot create {}", plan.out.display()))?;
+    let data =
+        Mnist::load_subset(&plan.data_dir, plan.train_size, plan.test_size).with_context(|| {
+            format!(
+                "cannot load MNIST from {} (set --data-dir or {})",
+                plan.data_dir.display(),
+                smi_data::DATA_DIR_ENV
+            )
+        })?;
+    let n = data.train.len();
+    let n_test = data.test.len();
+    if n < BATCH_SIZE {
+        bail!("only {n} training images: fewer than one batch of {BATCH_SIZE}");
+    }
+    let done: BTreeSet<(u64, String, String)> = records::read(&plan.out, EXPERIMENT)?
+        .iter()
+        .filter_map(record_key)
+        .collect();
+    let pending: Vec<(usize, Method)> = plan
+        .layers
+        .iter()
+        .flat_map(|&l| plan.methods.iter().map(move |&m| (l, m)))
+        .filter(|&(l, m)| {
+            let key = (l as u64, m.name().to_string(), plan.config(l, m, n, n_test));
+            let skip = done.contains(&key);
+            if skip {
+                eprintln!(
+                    "mnist {l}-layer {m}: already recorded with this configuration, skipping"
+                );
+            }
+            !skip
+        })
+        .collect();
+    let test = TestSet {
+        x: Matrix::from_vec(n_test, data.test.pixels_per_image, data.test.images_f64())
+            .context("bad test image matrix")?,
+        labels: data.test.labels.iter().map(|&l| usize::from(l)).collect(),
+    };
+    let labels: Vec<usize> = data.train.labels.iter().map(|&l| usize::from(l)).collect();
+    for &layers in &plan.layers {
+        let units: Vec<Method> = pending
+            .iter()
+            .filter(|(l, _)| *l == layers)
+            .map(|(_, m)| *m)
+            .collect();
+        if units.is_empty() {
+            continue;
+        }
+        let x = Matrix::from_vec(n, data.train.pixels_per_image, data.train.images_f64())
+            .context("bad training image matrix")?;
+        let model = BnnClassifier::mnist(x, labels.clone(), layers)
+            .context("cannot build the MNIST network")?;
+        for method in units {
+            let rec = run_unit(&plan, &model, layers, method, &test)
+                .with_context(|| format!("mnist {layers}-layer {method} failed"))?;
+            records::append(&plan.out, EXPERIMENT, rec)?;
+        }
+    }
+    report(&plan.out)?;
+    eprintln!(
+        "records: {}; table: {}",
+        records::path(&plan.out, EXPERIMENT).display(),
+        plan.out.join("mnist.md").display()
+    );
+    Ok(())
+}
+
+/// What the training loop reports.
+struct Trained {
+    state: State,
+    /// Training seconds over all epochs, including those of an interrupted earlier run.
+    train_seconds: f64,
+    /// Mean loss of the last epoch trained by this process (NaN if none was).
+    final_loss: f64,
+    /// Process CPU seconds (user + system, all threads) of the training, when measurable.
+    cpu_seconds: Option<f64>,
+}
+
+/// CPU seconds (user + system, all threads) used by this process so far, from
+/// `/proc/self/stat` (Linux, 100 clock ticks per second); `None` elsewhere.
+fn process_cpu_seconds() -> Option<f64> {
+    let stat = std::fs::read_to_string("/proc/self/stat").ok()?;
+    let rest = stat.get(stat.rfind(')')? + 1..)?;
+    let fields: Vec<&str> = rest.split_whitespace().collect();
+    // After the command name: state is field 3, utime field 14, stime field 15.
+    let utime: f64 = fields.get(11)?.parse().ok()?;
+    let stime: f64 = fields.get(12)?.parse().ok()?;
+    Some((utime + stime) / 100.0)
+}
+
+/// Trains and evaluates one unit; returns its record.
+fn run_unit(
+    plan: &Plan,
+    model: &BnnClassifier,
+    layers: usize,
+    method: Method,
+    test: &TestSet,
+) -> Result<Map<String, Value>> {
+    let n = model.num_data();
+    let spe = plan.steps_per_epoch(n);
+    let total = plan.epochs * spe;
+    let lr = adagrad_lr(layers);
+    let mut settings = match method {
+        Method::Ovi | Method::Map => method
+            .preset(total)
+            .with_optimizer(OptimizerSettings::adam(ADAM_LR)),
+        Method::Smi => method
+            .preset(total)
+            .with_elbo_draws(plan.elbo_draws)
+            .with_init(Init::Uniform { radius: 2.0 })
+            .with_particles(PARTICLES)
+            .with_optimizer(OptimizerSettings::adagrad(lr)),
+        Method::Svgd | Method::Asvgd => method
+            .preset(total.max(10))
+            .with_particles(PARTICLES)
+            .with_optimizer(OptimizerSettings::adagrad(lr)),
+        Method::Nuts => bail!("MNIST has no NUTS run"),
+    }
+    .with_batch_size(Some(BATCH_SIZE))
+    .with_seed(plan.seed);
+    match (&mut settings, method) {
+        (MethodSettings::Stein(s), Method::Smi) => s.attraction = plan.attraction,
+        (MethodSettings::Stein(s), Method::Asvgd) => s.schedule = asvgd_schedule(total),
+        (MethodSettings::Svi(s), Method::Map) => s.init = Init::PriorMedian { draws: 15 },
+        _ => {}
+    }
+    let engine = settings.build(model)?;
+    let key = plan.train_key(layers, method, n);
+    let trained = train(plan, engine.as_ref(), layers, method, n, &key)?;
+    let post = engine.posterior(&trained.state);
+    let t = Instant::now();
+    let eval = evaluate(model, &post, method, test, plan.draws, plan.seed)?;
+    let eval_seconds = t.elapsed().as_secs_f64();
+    let steps = trained.state.step;
+    let seconds_per_step = trained.train_seconds / steps.max(1) as f64;
+    let seconds_per_epoch = trained.train_seconds / plan.epochs as f64;
+    let full_spe = (n / BATCH_SIZE) as f64;
+    eprintln!(
+        "mnist {layers}-layer {method}: acc {:.4} (argmax {:.4}), nll {:.4}, {:.1} s per epoch \
+         ({:.3} s per step, {:.1} s per full epoch of {full_spe} steps; {} CPU s per step); \
+         evaluation {eval_seconds:.1} s",
+        eval.mean("acc"),
+        eval.mean("acc_argmax"),
+        eval.mean("nll"),
+        seconds_per_epoch,
+        seconds_per_step,
+        seconds_per_step * full_spe,
+        trained.cpu_seconds.map_or("?".to_string(), |c| format!(
+            "{:.3}",
+            c / steps.max(1) as f64
+        ))
+    );
+    let mut metrics = Map::new();
+    let mut per_draw = Map::new();
+    for (name, values) in &eval.per_draw {
+        let st = MeanStd::of(values).unwrap_or(MeanStd {
+            mean: f64::NAN,
+            std: f64::NAN,
+        });
+        metrics.insert((*name).to_string(), json!(st.mean));
+        metrics.insert(format!("{name}_std"), json!(st.std));
+        per_draw.insert((*name).to_string(), json!(values));
+    }
+    metrics.insert("seconds_per_epoch".into(), json!(seconds_per_epoch));
+    metrics.insert("seconds_per_step".into(), json!(seconds_per_step));
+    metrics.insert(
+        "seconds_per_full_epoch".into(),
+        json!(seconds_per_step * full_spe),
+    );
+    metrics.insert("train_seconds".into(), json!(trained.train_seconds));
+    if let Some(cpu) = trained.cpu_seconds {
+        let per_step = cpu / steps.max(1) as f64;
+        metrics.insert("cpu_seconds_per_step".into(), json!(per_step));
+        metrics.insert(
+            "cpu_seconds_per_full_epoch".into(),
+            json!(per_step * full_spe),
+        );
+    }
+    metrics.insert("eval_seconds".into(), json!(eval_seconds));
+    metrics.insert("final_loss".into(), json!(trained.final_loss));
+    metrics.insert("skipped_steps".into(), json!(trained.state.skipped_steps));
+    metrics.insert("per_draw".into(), Value::Object(per_draw));
+    let Value::Object(mut rec) = json!({
+        "layers": layers,
+        "method": method.name(),
+        "seed": plan.seed,
+        "epochs": plan.epochs,
+        "steps": steps,
+        "steps_per_epoch": spe,
+        "seconds": trained.train_seconds + eval_seconds,
+        "train_size": n,
+        "test_size": test.labels.len(),
+        "draws": eval.draws,
+        "distinct_draws": eval.distinct,
+        "config": plan.config(layers, method, n, test.labels.len()),
+    }) else {
+        unreachable!("json! of an object literal is an object")
+    };
+    rec.insert("metrics".into(), Value::Object(metrics));
+    Ok(rec)
+}
+
+// ------------------------------------------------------------------------------------------
+// Training with per-epoch checkpoints
+// ------------------------------------------------------------------------------------------
+
+fn checkpoint_paths(out: &Path, layers: usize, method: Method) -> (PathBuf, PathBuf) {
+    let dir = out.join("checkpoints");
+    (
+        dir.join(format!("mnist-{layers}-{method}.json")),
+        dir.join(format!("mnist-{layers}-{method}.progress.json")),
+    )
+}
+
+/// Writes `value` to `path` atomically (temporary file, then rename).
+fn write_json_atomic(path: &Path, value: &Value) -> Result<()> {
+    let tmp = path.with_extension("tmp");
+    let text = serde_json::to_vec_pretty(value)?;
+    std::fs::write(&tmp, text).with_context(|| format!("cannot write {}", tmp.display()))?;
+    std::fs::rename(&tmp, path).with_context(|| format!("cannot write {}", path.display()))
+}
+
+/// A resumable state with its accumulated training time, if the checkpoint fits this run.
+fn try_resume(
+    engine: &dyn Engine,
+    ckpt: &Path,
+    progress: &Path,
+    key: &str,
+    total: u64,
+    label: &str,
+) -> Result<Option<(State, f64, Option<f64>)>> {
+    if !ckpt.is_file() {
+        return Ok(None);
+    }
+    let meta: Option<Value> = std::fs::read(progress)
+        .ok()
+        .and_then(|b| serde_json::from_slice(&b).ok());
+    let Some(meta) = meta else {
+        eprintln!(
+            "{label}: {} has no readable progress file; starting afresh",
+            ckpt.display()
+        );
+        return Ok(None);
+    };
+    if meta.get("train_key").and_then(Value::as_str) != Some(key) {
+        eprintln!(
+            "{label}: the checkpoint {} belongs to another training configuration; starting \
+             afresh (it will be overwritten)",
+            ckpt.display()
+        );
+        return Ok(None);
+    }
+    let state = match engine.load_state(ckpt) {
+        Ok(s) => s,
+        Err(e) => {
+            eprintln!("{label}: cannot resume ({e}); starting afresh");
+            return Ok(None);
+        }
+    };
+    if meta.get("steps").and_then(Value::as_u64) != Some(state.step) {
+        eprintln!(
+            "{label}: the checkpoint and its progress file disagree on the step count; \
+             starting afresh"
+        );
+        return Ok(None);
+    }
+    if state.step > total {
+        bail!(
+            "{label}: the checkpoint {} is at step {}, beyond this run's {total} steps; ask for \
+             more --epochs, use another --out, or --resume false to overwrite it",
+            ckpt.display(),
+            state.step
+        );
+    }
+    let secs = meta
+        .get("train_seconds")
+        .and_then(Value::as_f64)
+        .unwrap_or(0.0);
+    let cpu = meta.get("cpu_seconds").and_then(Value::as_f64);
+    Ok(Some((state, secs, cpu)))
+}
+
+fn train(
+    plan: &Plan,
+    engine: &dyn Engine,
+    layers: usize,
+    method: Method,
+    n: usize,
+    key: &str,
+) -> Result<Trained> {
+    let spe = plan.steps_per_epoch(n);
+    let total = plan.epochs * spe;
+    let label = format!("mnist {layers}-layer {method}");
+    let (ckpt, progress_path) = checkpoint_paths(&plan.out, layers, method);
+    if let Some(dir) = ckpt.parent() {
+        std::fs::create_dir_all(dir).with_context(|| format!("cannot create {}", dir.display()))?;
+    }
+    let resumed = if plan.resume {
+        try_resume(engine, &ckpt, &progress_path, key, total, &label)?
+    } else {
+        None
+    };
+    let (mut state, mut train_seconds, mut cpu_seconds) = match resumed {
+        Some((s, secs, cpu)) => {
+            eprintln!(
+                "{label}: resuming from {} at epoch {} of {} (step {})",
+                ckpt.display(),
+                s.step / spe,
+                plan.epochs,
+                s.step
+            );
+            (s, secs, cpu)
+        }
+        None => (
+            engine.init().context("cannot initialise the particles")?,
+            0.0,
+            Some(0.0),
+        ),
+    };
+    let mut final_loss = f64::NAN;
+    let start_epoch = state.step / spe;
+    for epoch in start_epoch..plan.epochs {
+        let perm = epoch_permutation(plan.seed, epoch, n);
+        let first = if epoch == start_epoch {
+            state.step % spe
+        } else {
+            0
+        };
+        let mut observer: Box<dyn Observer> = if plan.progress {
+            Box::new(Bar::new(
+                &format!("{layers}L {method} ep {}/{}", epoch + 1, plan.epochs),
+                1,
+            ))
+        } else {
+            Box::new(NoObserver)
+        };
+        observer.on_start(spe);
+        let t = Instant::now();
+        let cpu0 = process_cpu_seconds();
+        let (mut sum, mut count) = (0.0, 0u64);
+        for pos in first..spe {
+            let start = pos as usize * BATCH_SIZE;
+            let rows = &perm[start..start + BATCH_SIZE];
+            let info = engine
+                .step(&mut state, Some(rows))
+                .with_context(|| format!("step {} (epoch {})", state.step, epoch + 1))?;
+            if info.loss.is_finite() {
+                sum += info.loss;
+                count += 1;
+            }
+            let running = if count > 0 {
+                sum / count as f64
+            } else {
+                f64::NAN
+            };
+            observer.on_step(&Progress::new(pos + 1, spe, running, "fit"));
+        }
+        observer.on_finish();
+        let secs = t.elapsed().as_secs_f64();
+        train_seconds += secs;
+        let cpu = match (cpu0, process_cpu_seconds()) {
+            (Some(a), Some(b)) => Some(b - a),
+            _ => None,
+        };
+        cpu_seconds = cpu_seconds.zip(cpu).map(|(a, b)| a + b);
+        final_loss = if count > 0 {
+            sum / count as f64
+        } else {
+            f64::NAN
+        };
+        state
+            .save(&ckpt)
+            .with_context(|| format!("cannot save the checkpoint {}", ckpt.display()))?;
+        write_json_atomic(
+            &progress_path,
+            &json!({
+                "train_key": key,
+                "epoch": epoch + 1,
+                "position": 0,
+                "steps": state.step,
+                "steps_per_epoch": spe,
+                "train_seconds": train_seconds,
+                "cpu_seconds": cpu_seconds,
+                "epoch_loss": final_loss,
+            }),
+        )?;
+        eprintln!(
+            "{label}: epoch {}/{} mean loss {final_loss:.4}, {secs:.1} s ({:.3} s per step, \
+             {} CPU s)",
+            epoch + 1,
+            plan.epochs,
+            secs / (spe - first).max(1) as f64,
+            cpu.map_or("?".to_string(), |c| format!("{c:.1}"))
+        );
+    }
+    Ok(Trained {
+        state,
+        train_seconds,
+        final_loss,
+        cpu_seconds,
+    })
+}
+
+// ------------------------------------------------------------------------------------------
+// Evaluation
+// ------------------------------------------------------------------------------------------
+
+/// Per-draw metric values of one fitted unit.
+struct Evaluation {
+    /// (metric name, one value per draw), in record order.
+    per_draw: Vec<(&'static str, Vec<f64>)>,
+    draws: usize,
+    distinct: usize,
+}
+
+impl Evaluation {
+    fn mean(&self, name: &str) -> f64 {
+        self.per_draw
+            .iter()
+            .find(|(n, _)| *n == name)
+            .and_then(|(_, v)| MeanStd::of(v).ok())
+            .map_or(f64::NAN, |s| s.mean)
+    }
+}
+
+/// Metric names of the records, in order.
+const METRICS: [&str; 9] = [
+    "acc",
+    "conf",
+    "nll",
+    "brier",
+    "ece",
+    "mce",
+    "acc_argmax",
+    "ece_weighted",
+    "mce_weighted",
+];
+
+/// Predictive draws on the test set, `EVAL_CHUNK` at a time, and every metric per draw.
+fn evaluate(
+    model: &BnnClassifier,
+    post: &Mixture,
+    method: Method,
+    test: &TestSet,
+    draws: usize,
+    seed: u64,
+) -> Result<Evaluation> {
+    let mut rng = ChaCha8Rng::seed_from_u64(seed);
+    rng.set_stream(EVAL_STREAM);
+    let (theta, replicate) = match method {
+        Method::Map => (post.locations(), draws),
+        _ => (post.predictive_draws(draws, &mut rng)?, 1),
+    };
+    let d = post.dim;
+    let distinct = theta.rows();
+    let n = test.labels.len();
+    let mut values: Vec<Vec<f64>> = vec![Vec::new(); METRICS.len()];
+    for first in (0..distinct).step_by(EVAL_CHUNK) {
+        let k = EVAL_CHUNK.min(distinct - first);
+        let chunk = &theta.as_slice()[first * d..(first + k) * d];
+        let probs = model
+            .predict_proba(chunk, &test.x)
+            .context("prediction on the test images failed")?
+            .into_vec();
+        for _ in 0..replicate {
+            let cp = ClassProbs::new(k, n, CLASSES, probs.clone())
+                .context("the predictions are not finite probabilities (the fit diverged)")?;
+            let sampled = sampled_accuracy_confidence(&cp, &test.labels, &mut rng)?;
+            let paper = paper_calibration_per_draw(&cp, &test.labels, PAPER_BINS)?;
+            let standard = standard_calibration_per_draw(&cp, &test.labels, PAPER_BINS)?;
+            let batch: [Vec<f64>; 9] = [
+                sampled.accuracy,
+                sampled.confidence,
+                nll_per_draw(&cp, &test.labels)?,
+                brier_per_draw(&cp, &test.labels)?,
+                paper.iter().map(|c| c.ece).collect(),
+                paper.iter().map(|c| c.mce).collect(),
+                argmax_accuracy_per_draw(&cp, &test.labels)?,
+                standard.iter().map(|c| c.ece).collect(),
+                standard.iter().map(|c| c.mce).collect(),
+            ];
+            for (v, b) in values.iter_mut().zip(batch) {
+                v.extend(b);
+            }
+        }
+    }
+    Ok(Evaluation {
+        per_draw: METRICS.iter().copied().zip(values).collect(),
+        draws: distinct * replicate,
+        distinct,
+    })
+}
+
+// ------------------------------------------------------------------------------------------
+// Report
+// ------------------------------------------------------------------------------------------
+
+/// One column of a table: record key, header, direction.
+struct Column {
+    key: &'static str,
+    header: &'static str,
+    better: Better,
+}
+
+const PAPER_COLUMNS: [Column; 6] = [
+    Column {
+        key: "conf",
+        header: "Conf↑",
+        better: Better::Higher,
+    },
+    Column {
+        key: "nll",
+        header: "NLL↓",
+        better: Better::Lower,
+    },
+    Column {
+        key: "acc",
+        header: "Acc↑",
+        better: Better::Higher,
+    },
+    Column {
+        key: "brier",
+        header: "Brier↓",
+        better: Better::Lower,
+    },
+    Column {
+        key: "ece",
+        header: "ECE↓",
+        better: Better::Lower,
+    },
+    Column {
+        key: "mce",
+        header: "MCE↓",
+        better: Better::Lower,
+    },
+];
+
+const STANDARD_COLUMNS: [Column; 4] = [
+    Column {
+        key: "acc_argmax",
+        header: "Acc (argmax)↑",
+        better: Better::Higher,
+    },
+    Column {
+        key: "nll",
+        header: "NLL↓",
+        better: Better::Lower,
+    },
+    Column {
+        key: "ece_weighted",
+        header: "ECE (weighted)↓",
+        better: Better::Lower,
+    },
+    Column {
+        key: "mce_weighted",
+        header: "MCE (non-empty bins)↓",
+        better: Better::Lower,
+    },
+];
+
+/// The per-draw values of `key` in a record (finite values only), or the mean alone when the
+/// record has no per-draw array.
+fn samples(r: &Map<String, Value>, key: &str) -> Vec<f64> {
+    match records::get(r, &format!("metrics.per_draw.{key}")).and_then(Value::as_array) {
+        Some(a) => a
+            .iter()
+            .filter_map(Value::as_f64)
+            .filter(|v| v.is_finite())
+            .collect(),
+        None => records::num(r, &format!("metrics.{key}"))
+            .filter(|v| v.is_finite())
+            .into_iter()
+            .collect(),
+    }
+}
+
+/// Compact `mean ± std` like the paper (`.979 ± .001`).
+fn cell(st: MeanStd) -> String {
+    let strip = |v: f64| {
+        let s = format!("{v:.3}");
+        if let Some(rest) = s.strip_prefix("0.") {
+            format!(".{rest}")
+        } else if let Some(rest) = s.strip_prefix("-0.") {
+            format!("-.{rest}")
+        } else {
+            s
+        }
+    };
+    format!("{} ± {}", strip(st.mean), strip(st.std))
+}
+
+fn metric_table(rows: &[(Method, &Map<String, Value>)], columns: &[Column]) -> String {
+    let mut header = vec!["method"];
+    header.extend(columns.iter().map(|c| c.header));
+    let mut cells: Vec<Vec<String>> = rows
+        .iter()
+        .map(|(m, _)| vec![m.label().to_string()])
+        .collect();
+    for c in columns {
+        let s: Vec<Vec<f64>> = rows.iter().map(|(_, r)| samples(r, c.key)).collect();
+        let present: Vec<usize> = (0..rows.len()).filter(|&k| !s[k].is_empty()).collect();
+        let sub: Vec<&[f64]> = present.iter().map(|&k| s[k].as_slice()).collect();
+        let bold = if sub.is_empty() {
+            Vec::new()
+        } else {
+            not_worse_than_best(&sub, c.better, PAPER_ALPHA).unwrap_or_default()
+        };
+        for (k, out) in cells.iter_mut().enumerate() {
+            let text = match MeanStd::of(&s[k]) {
+                Ok(st) => {
+                    let t = cell(st);
+                    let b = present
+                        .iter()
+                        .position(|&p| p == k)
+                        .and_then(|i| bold.get(i).copied())
+                        .unwrap_or(false);
+                    if b {
+                        format!("**{t}**")
+                    } else {
+                        t
+                    }
+                }
+                Err(_) => "–".to_string(),
+            };
+            out.push(text);
+        }
+    }
+    tables::markdown(&header, &cells)
+}
+
+/// Rebuilds `mnist.md` from `mnist.jsonl` (nothing when there are no records).
+pub fn report(out: &Path) -> Result<()> {
+    let recs = records::read(out, EXPERIMENT)?;
+    if recs.is_empty() {
+        return Ok(());
+    }
+    // (layers, method) → the latest record.
+    let mut latest: BTreeMap<(u64, Method), &Map<String, Value>> = BTreeMap::new();
+    for r in &recs {
+        let key = (|| {
+            let l = records::get(r, "layers")?.as_u64()?;
+            let m: Method = records::text(r, "method")?.parse().ok()?;
+            Some((l, m))
+        })();
+        match key {
+            Some(k) => {
+                latest.insert(k, r);
+            }
+            None => eprintln!("warning: mnist.jsonl: skipping a record without layers/method"),
+        }
+    }
+    let layer_counts: BTreeSet<u64> = latest.keys().map(|(l, _)| *l).collect();
+    let mut md = String::new();
+    md.push_str("# MNIST classification (spec §7.4; the paper's Table 4)\n\n");
+    md.push_str(
+        "Mean ± std (ddof 0) over predictive draws (SVGD/ASVGD: the 5 particles; MAP: its one \
+         point, evaluated once per draw so only the sampled-label metrics vary). Paper metrics: \
+         Conf and Acc with labels sampled from each draw's predictive, NLL, Brier, and the \
+         paper's unweighted 100-bin ECE/MCE with its empty-bin rule. **Bold**: not worse than \
+         the best method by a one-sided Mann–Whitney U test on the per-draw values (p ≥ 0.05). \
+         Each cell uses the latest record of its (layers, method); see the run table for epochs \
+         and data sizes.\n\n",
+    );
+    for &l in &layer_counts {
+        let rows: Vec<(Method, &Map<String, Value>)> = TABLE
+            .iter()
+            .filter_map(|m| latest.get(&(l, *m)).map(|r| (*m, *r)))
+            .collect();
+        md.push_str(&format!("## {l}-hidden-layer network, paper metrics\n\n"));
+        md.push_str(&metric_table(&rows, &PAPER_COLUMNS));
+        md.push('\n');
+        md.push_str(&format!(
+            "## {l}-hidden-layer network, standard metrics\n\n\
+             Argmax accuracy, NLL, count-weighted ECE and MCE over non-empty bins (100 bins).\n\n"
+        ));
+        md.push_str(&metric_table(&rows, &STANDARD_COLUMNS));
+        md.push('\n');
+    }
+    md.push_str("## Runs and time per epoch\n\n");
+    md.push_str(
+        "Seconds per epoch = training seconds / epochs (evaluation and checkpoint writes \
+         excluded); per full epoch = seconds per step × ⌊N/128⌋, the projection when epochs \
+         were cut by --max-steps-per-epoch. CPU s/full epoch: process CPU time (all threads) per \
+         step × ⌊N/128⌋, independent of other load on the machine.\n\n",
+    );
+    let header = [
+        "layers",
+        "method",
+        "epochs",
+        "steps",
+        "train images",
+        "test images",
+        "draws",
+        "s/epoch",
+        "s/full epoch",
+        "s/step",
+        "CPU s/full epoch",
+    ];
+    let fmt = |v: Option<f64>, prec: usize| v.map_or("–".to_string(), |x| format!("{x:.prec$}"));
+    let rows: Vec<Vec<String>> = latest
+        .iter()
+        .map(|((l, m), r)| {
+            let int = |k: &str| {
+                records::get(r, k)
+                    .and_then(Value::as_u64)
+                    .map_or("–".to_string(), |v| v.to_string())
+            };
+            vec![
+                l.to_string(),
+                m.label().to_string(),
+                int("epochs"),
+                int("steps"),
+                int("train_size"),
+                int("test_size"),
+                int("draws"),
+                fmt(records::num(r, "metrics.seconds_per_epoch"), 1),
+                fmt(records::num(r, "metrics.seconds_per_full_epoch"), 1),
+                fmt(records::num(r, "metrics.seconds_per_step"), 3),
+                fmt(records::num(r, "metrics.cpu_seconds_per_full_epoch"), 1),
+            ]
+        })
+        .collect();
+    md.push_str(&tables::markdown(&header, &rows));
+    md.push_str("\n## Configurations\n\n");
+    for ((l, m), r) in &latest {
+        md.push_str(&format!(
+            "- {l}-layer {}: `{}`\n",
+            m.label(),
+            records::text(r, "config").unwrap_or("?")
+        ));
+    }
+    let path = out.join("mnist.md");
+    std::fs::write(&path, md).with_context(|| format!("cannot write {}", path.display()))?;
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn options_parse() {
+        assert_eq!(parse_layers("both").unwrap(), vec![1, 2]);
+        assert_eq!(parse_layers("2,1,2").unwrap(), vec![1, 2]);
+        assert!(parse_layers("3").is_err());
+        assert_eq!(
+            parse_methods("smi, MAP,smi").unwrap(),
+            vec![Method::Smi, Method::Map]
+        );
+        assert_eq!(parse_methods("all").unwrap(), Method::ALL.to_vec());
+        assert!(parse_methods("nuts").is_err());
+        assert_eq!(adagrad_lr(1), 0.7);
+        assert_eq!(adagrad_lr(2), 0.8);
+    }
+
+    #[test]
+    fn shuffles_are_seeded_permutations() {
+        let a = epoch_permutation(142, 0, 1000);
+        let mut s = a.clone();
+        s.sort_unstable();
+        assert_eq!(s, (0..1000).collect::<Vec<_>>());
+        assert_eq!(a, epoch_permutation(142, 0, 1000));
+        assert_ne!(a, epoch_permutation(142, 1, 1000));
+        assert_ne!(a, epoch_permutation(143, 0, 1000));
+    }
+
+    #[test]
+    fn steps_per_epoch_drop_the_remainder() {
+        let args = Args {
+            layers: None,
+            epochs: None,
+            methods: None,
+            draws: None,
+            elbo_draws: None,
+            max_steps_per_epoch: None,
+            train_size: None,
+            test_size: None,
+            data_dir: None,
+            out: PathBuf::from("x"),
+            seed: PAPER_SEED,
+            resume: true,
+            attraction: AttractionNorm::Paper,
+            quick: false,
+        };
+        let plan = Plan::new(&args).unwrap();
+        assert_eq!(plan.steps_per_epoch(60_000), 468);
+        assert_eq!(plan.layers, vec![1, 2]);
+        let cut = Plan::new(&Args {
+            max_steps_per_epoch: Some(10),
+            ..args.clone()
+        })
+        .unwrap();
+        assert_eq!(cut.steps_per_epoch(60_000), 10);
+        assert!(Plan::new(&Args {
+            train_size: Some(100),
+            ..args.clone()
+        })
+        .is_err());
+        // The checkpoint key ignores the epoch count except for ASVGD.
+        let more = Plan::new(&Args {
+            epochs: Some(3),
+            ..args.clone()
+        })
+        .unwrap();
+        // the NumPyro attraction is a different SMI training (not a different SVGD one), and
+        // the default adds nothing to the key
+        let numpyro = Plan::new(&Args {
+            attraction: AttractionNorm::Numpyro,
+            ..args
+        })
+        .unwrap();
+        assert_ne!(
+            plan.train_key(1, Method::Smi, 60_000),
+            numpyro.train_key(1, Method::Smi, 60_000)
+        );
+        assert_eq!(
+            plan.train_key(1, Method::Svgd, 60_000),
+            numpyro.train_key(1, Method::Svgd, 60_000)
+        );
+        assert!(!plan
+            .train_key(1, Method::Smi, 60_000)
+            .contains("attraction"));
+        assert_eq!(
+            plan.train_key(1, Method::Smi, 60_000),
+            more.train_key(1, Method::Smi, 60_000)
+        );
+        assert_ne!(
+            plan.train_key(1, Method::Asvgd, 60_000),
+            more.train_key(1, Method::Asvgd, 60_000)
+        );
+        assert_ne!(
+            plan.config(1, Method::Smi, 60_000, 10_000),
+            more.config(1, Method::Smi, 60_000, 10_000)
+        );
+    }
+
+    #[test]
+    fn paper_style_cells() {
+        assert_eq!(
+            cell(MeanStd {
+                mean: 0.9791,
+                std: 0.0012
+            }),
+            ".979 ± .001"
+        );
+        assert_eq!(
+            cell(MeanStd {
+                mean: 1.5,
+                std: 0.25
+            }),
+            "1.500 ± .250"
+        );
+    }
+}

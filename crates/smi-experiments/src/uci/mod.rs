@@ -1,0 +1,1165 @@
+//! UCI regression (spec §7.3): a 2×50 relu Bayesian network with a Gamma(1, 0.1) precision,
+//! fitted by SMI, SVGD, ASVGD, OVI, MAP and NUTS on the standard and Gap10 splits of the nine
+//! UCI data sets. Records go to `<out>/uci.jsonl`, the paper's Table 3 and Table 6 to
+//! `<out>/uci.md`.
+//!
+//! Work is cut into units (data set, split kind, split, method) in a fixed order; a unit whose
+//! key (data set, split kind, split, method, config) already has a record is skipped, so an
+//! interrupted run resumes where it stopped and `--shard I/N` lets N processes share the list.
+
+use std::collections::{BTreeMap, BTreeSet};
+use std::path::{Path, PathBuf};
+use std::str::FromStr;
+use std::time::Instant;
+
+use anyhow::{anyhow, bail, Context, Result};
+use serde_json::{json, Map, Value};
+use smi::metrics::regression_metrics;
+use smi::metrics::{not_worse_than_best, Better, MeanStd, PAPER_ALPHA};
+use smi::{AttractionNorm, Matrix, NoObserver, NutsSettings, Observer};
+use smi_data::{ColumnConvention, Prepared, Split, SplitKind, UciData, UciDataset};
+use smi_models::BnnRegression;
+
+use crate::progress::Bar;
+use crate::records;
+use crate::tables;
+
+/// Name of the records file (`uci.jsonl`) and of the report (`uci.md`).
+pub const EXPERIMENT: &str = "uci";
+/// Records of the learning-rate search (`uci-lr.jsonl`).
+pub const TUNE_EXPERIMENT: &str = "uci-lr";
+mod settings;
+
+pub use settings::{attraction_suffix, fit, prediction_rng, UnitSettings};
+pub use smi::{Method, LR_GRID};
+
+/// Options of `smi reproduce uci`.
+#[derive(clap::Args, Debug, Clone)]
+#[command(after_long_help = AFTER_HELP)]
+pub struct Args {
+    /// Data sets, comma-separated, or `all` (boston, concrete, energy, kin8nm, naval, power,
+    /// protein, wine, yacht) [default: all; with --quick: yacht].
+    #[arg(long)]
+    pub datasets: Option<String>,
+    /// Split family: `standard` (the stored index files), `gap10` (one split per feature,
+    /// the middle 10 % of its range held out) or `both`.
+    #[arg(long, default_value = "standard")]
+    pub split: String,
+    /// Splits to run: comma-separated indices or ranges (`0,3,5-9`), or `all`; indices beyond a
+    /// data set's splits are skipped [default: all; with --quick: 0].
+    #[arg(long)]
+    pub splits: Option<String>,
+    /// Methods, comma-separated, or `all` (smi, svgd, asvgd, ovi, map, nuts)
+    /// [default: all].
+    #[arg(long)]
+    pub methods: Option<String>,
+    /// Learning rate of Adam: `paper` (the paper's chosen rate per data set, split kind and
+    /// method), `tune` (grid 5e-1 … 5e-6 on split 0 of the split kind with a 10 % validation
+    /// hold-out, best validation RMSE; searched once per data set/split kind/method and cached in
+    /// `uci-lr.jsonl`) or a number.
+    #[arg(long, default_value = "paper")]
+    pub lr: String,
+    /// Step budget: SMI/SVGD/ASVGD stop early on the force norm or after this many steps;
+    /// OVI/MAP run exactly this many [default: 60000; with --quick: 200].
+    #[arg(long)]
+    pub max_steps: Option<u64>,
+    /// Data directory holding `uci/` [default: $SMI_DATA_DIR, else ../shared/data].
+    #[arg(long)]
+    pub data_dir: Option<PathBuf>,
+    /// Output folder for `uci.jsonl` and `uci.md`.
+    #[arg(long, default_value = "results")]
+    pub out: PathBuf,
+    /// Run only the units whose index in the unit list is ≡ I (mod N), e.g. `--shard 0/4`.
+    #[arg(long, value_name = "I/N")]
+    pub shard: Option<String>,
+    /// Master seed; each unit derives its own from it and the split index.
+    #[arg(long, default_value_t = 0)]
+    pub seed: u64,
+    /// SMI's attraction normalisation: `paper` (1/m, the paper's update) or `numpyro` (no 1/m,
+    /// NumPyro 0.16–0.22; spec §2.8). Only a non-default value enters the config string.
+    #[arg(long, default_value = "paper")]
+    pub attraction: AttractionNorm,
+    /// Units run at the same time (each also uses the rayon pool for its draws).
+    #[arg(long, default_value_t = 1)]
+    pub jobs: usize,
+    /// Print the unit list (index, key, done/pending) and exit without running anything.
+    #[arg(long)]
+    pub list: bool,
+    /// Smoke test for CI: yacht, standard split 0, 200 steps, S = 10 ELBO draws, 200 predictive
+    /// draws, NUTS 20 + 20 iterations of depth ≤ 4; finishes in seconds.
+    #[arg(long)]
+    pub quick: bool,
+}
+
+const AFTER_HELP: &str = "\
+Model and methods (spec §7.3): in → 50 → 50 → 1 relu network, N(0, 1) priors on weights and \
+biases, precision ~ Gamma(1, 0.1) learned as u = log prec; Adam; every particle/guide starts \
+from Uniform(−0.1, 0.1); mini-batches of 100 rows (each ELBO draw its own subsample, N/100 \
+scaling). SMI: 5 Normal particles, S = 100; SVGD/ASVGD: 5 point particles; early stopping on \
+the Stein force norm (fast window 35, factor 2). OVI/MAP: exactly --max-steps steps. NUTS: 500 \
+warm-up + 3000 draws on the full training set. Prediction: 5000 draws for SMI/OVI/MAP, the 5 \
+particles for SVGD/ASVGD, the 3000 NUTS draws.
+
+Resuming and sharding: the work is a fixed list of units (data set × split kind × split × \
+method, in that order). Before a unit runs, <out>/uci.jsonl is read; if it already holds a \
+record with the same data set, split kind, split, method and config (a string of every setting \
+that changes the result: learning rate, step budget, particles, ELBO draws, batch size, init, \
+early stopping, predictive draws, NUTS settings, seed), the unit is skipped. Re-running the same \
+command after an interruption therefore only does the missing units. With --shard I/N a process \
+runs only the units whose index is ≡ I (mod N); start N processes (or machines) with \
+I = 0 … N−1 and the same options, then concatenate their uci.jsonl files (or let them share one \
+--out: records are appended line by line) and run `smi report --out DIR`. --list shows the \
+unit list with the status of each unit.
+
+Records (uci.jsonl): experiment, dataset, split_kind, split, method, seed, config, version, \
+seconds, lr, metrics.{rmse, nll (proper: RMSE of the predictive mean, mixture NLL), rmse_paper \
+(over draws and points jointly), nll_paper (per-particle NLL for SVGD/ASVGD as in the paper's \
+code, = nll otherwise), seconds_per_step, steps}.";
+
+/// The paper's chosen learning rates (spec §9.4): exponents a of 5·10^−a in the order
+/// ASVGD, MAP, OVI, SMI, SVGD.
+fn paper_lr_codes(dataset: UciDataset, kind: SplitKind) -> [i32; 5] {
+    use UciDataset::*;
+    match (kind, dataset) {
+        (SplitKind::Standard, Boston) => [5, 5, 5, 5, 6],
+        (SplitKind::Standard, Concrete) => [4, 4, 3, 4, 2],
+        (SplitKind::Standard, Energy) => [4, 4, 3, 4, 4],
+        (SplitKind::Standard, Kin8nm) => [5, 5, 4, 3, 4],
+        (SplitKind::Standard, Naval) => [5, 4, 4, 4, 5],
+        (SplitKind::Standard, Power) => [4, 4, 3, 4, 4],
+        (SplitKind::Standard, Protein) => [5, 3, 3, 3, 3],
+        (SplitKind::Standard, Wine) => [5, 5, 3, 3, 5],
+        (SplitKind::Standard, Yacht) => [5, 5, 3, 3, 5],
+        (SplitKind::Gap10, Boston) => [5, 5, 5, 3, 2],
+        (SplitKind::Gap10, Concrete) => [4, 4, 3, 4, 3],
+        (SplitKind::Gap10, Energy) => [4, 2, 2, 4, 4],
+        (SplitKind::Gap10, Kin8nm) => [5, 4, 3, 5, 4],
+        (SplitKind::Gap10, Naval) => [5, 4, 4, 4, 5],
+        (SplitKind::Gap10, Power) => [4, 5, 2, 4, 4],
+        (SplitKind::Gap10, Protein) => [4, 3, 3, 4, 3],
+        (SplitKind::Gap10, Wine) => [5, 5, 4, 2, 5],
+        (SplitKind::Gap10, Yacht) => [5, 3, 3, 3, 4],
+    }
+}
+
+/// The paper's learning rate for `method` (`None` for NUTS, which has none).
+pub fn paper_lr(dataset: UciDataset, kind: SplitKind, method: Method) -> Option<f64> {
+    let c = paper_lr_codes(dataset, kind);
+    let a = match method {
+        Method::Asvgd => c[0],
+        Method::Map => c[1],
+        Method::Ovi => c[2],
+        Method::Smi => c[3],
+        Method::Svgd => c[4],
+        Method::Nuts => return None,
+    };
+    // Parsed from text so that the value (and the config string) is exactly 5e-a.
+    format!("5e-{a}").parse().ok()
+}
+
+/// How the learning rate is chosen.
+#[derive(Clone, Copy, Debug, PartialEq)]
+enum LrMode {
+    Paper,
+    Tune,
+    Fixed(f64),
+}
+
+impl FromStr for LrMode {
+    type Err = anyhow::Error;
+
+    fn from_str(s: &str) -> Result<Self> {
+        match s.trim().to_ascii_lowercase().as_str() {
+            "paper" => Ok(LrMode::Paper),
+            "tune" => Ok(LrMode::Tune),
+            other => {
+                let v: f64 = other.parse().map_err(|_| {
+                    anyhow!("--lr {s:?}: expected `paper`, `tune` or a positive number")
+                })?;
+                if !(v > 0.0 && v.is_finite()) {
+                    bail!("--lr {s:?}: the learning rate must be positive and finite");
+                }
+                Ok(LrMode::Fixed(v))
+            }
+        }
+    }
+}
+
+/// Everything that is fixed for a whole invocation.
+#[derive(Clone, Debug)]
+struct Plan {
+    max_steps: u64,
+    num_particles: usize,
+    elbo_draws: usize,
+    batch_size: usize,
+    init_radius: f64,
+    pred_draws: usize,
+    nuts: NutsSettings,
+    seed: u64,
+    lr: LrMode,
+    attraction: AttractionNorm,
+    progress: bool,
+}
+
+impl Plan {
+    fn new(args: &Args) -> Result<Self> {
+        let quick = args.quick;
+        let max_steps = args.max_steps.unwrap_or(if quick { 200 } else { 60_000 });
+        if max_steps == 0 {
+            bail!("--max-steps must be at least 1");
+        }
+        let nuts = if quick {
+            NutsSettings {
+                num_warmup: 20,
+                num_draws: 20,
+                max_depth: 4,
+                seed: args.seed,
+                ..NutsSettings::uci()
+            }
+        } else {
+            NutsSettings {
+                seed: args.seed,
+                ..NutsSettings::uci()
+            }
+        };
+        Ok(Plan {
+            max_steps,
+            num_particles: 5,
+            elbo_draws: if quick { 10 } else { 100 },
+            batch_size: 100,
+            init_radius: 0.1,
+            pred_draws: if quick { 200 } else { 5000 },
+            nuts,
+            seed: args.seed,
+            lr: args.lr.parse()?,
+            attraction: args.attraction,
+            progress: args.jobs <= 1 && std::env::var_os("SMI_NO_PROGRESS").is_none(),
+        })
+    }
+
+    /// The engine settings for a training set of `n` rows.
+    fn method_settings(&self, n: usize) -> UnitSettings {
+        UnitSettings {
+            max_steps: self.max_steps,
+            num_particles: self.num_particles,
+            elbo_draws: self.elbo_draws,
+            batch_size: Some(self.batch_size.min(n)),
+            init_radius: self.init_radius,
+            early_stopping: true,
+            nuts: self.nuts.clone(),
+            attraction: self.attraction,
+        }
+    }
+
+    /// The seed of the unit on `split` (also used by the learning-rate search on split 0).
+    fn unit_seed(&self, split: usize) -> u64 {
+        self.seed.wrapping_mul(1_000_003).wrapping_add(split as u64)
+    }
+
+    /// The config string of `method` at learning rate `lr`: every setting that changes the
+    /// result (the key for resuming, with data set, split kind, split and method).
+    fn config(&self, method: Method, lr: Option<f64>) -> String {
+        let lr = lr.map_or_else(|| "-".to_string(), |v| format!("{v:e}"));
+        let common = format!("b={}|init=U{}", self.batch_size, self.init_radius);
+        let s = match method {
+            Method::Smi => format!(
+                "lr={lr}|steps<={}|es=35x2|m={}|S={}|{common}|pred={}{}",
+                self.max_steps,
+                self.num_particles,
+                self.elbo_draws,
+                self.pred_draws,
+                attraction_suffix(self.attraction, "|")
+            ),
+            Method::Svgd | Method::Asvgd => format!(
+                "lr={lr}|steps<={}|es=35x2|m={}|{common}|pred=particles",
+                self.max_steps, self.num_particles
+            ),
+            Method::Ovi => format!(
+                "lr={lr}|steps={}|S=1|{common}|pred={}",
+                self.max_steps, self.pred_draws
+            ),
+            Method::Map => format!("lr={lr}|steps={}|{common}|pred=point", self.max_steps),
+            Method::Nuts => format!(
+                "warmup={}|draws={}|depth<={}|accept={}|init=U{}|full-batch",
+                self.nuts.num_warmup,
+                self.nuts.num_draws,
+                self.nuts.max_depth,
+                self.nuts.target_accept,
+                self.nuts.init_radius
+            ),
+        };
+        format!("{s}|seed={}", self.seed)
+    }
+}
+
+/// One piece of work.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+struct Unit {
+    dataset: UciDataset,
+    kind: SplitKind,
+    split: usize,
+    method: Method,
+}
+
+impl Unit {
+    fn label(&self) -> String {
+        let k = match self.kind {
+            SplitKind::Standard => "std",
+            SplitKind::Gap10 => "gap",
+        };
+        format!("{}/{k}{}/{}", self.dataset, self.split, self.method)
+    }
+}
+
+/// Parses a comma-separated list, or `all`.
+fn parse_list<T: Copy>(s: &str, all: &[T], parse: impl Fn(&str) -> Result<T>) -> Result<Vec<T>> {
+    if s.trim().eq_ignore_ascii_case("all") {
+        return Ok(all.to_vec());
+    }
+    let mut out = Vec::new();
+    for p in s.split(',').map(str::trim).filter(|p| !p.is_empty()) {
+        out.push(parse(p)?);
+    }
+    if out.is_empty() {
+        bail!("empty list {s:?}");
+    }
+    Ok(out)
+}
+
+fn parse_datasets(s: &str) -> Result<Vec<UciDataset>> {
+    let mut v = parse_list(s, &UciDataset::ALL, |p| {
+        p.parse::<UciDataset>()
+            .map_err(|e| anyhow!("--datasets: {e}"))
+    })?;
+    dedup_keep_order(&mut v);
+    Ok(v)
+}
+
+fn parse_methods(s: &str) -> Result<Vec<Method>> {
+    let mut v = parse_list(s, &Method::ALL, |p| {
+        p.parse::<Method>().context("--methods")
+    })?;
+    dedup_keep_order(&mut v);
+    Ok(v)
+}
+
+fn dedup_keep_order<T: PartialEq + Copy>(v: &mut Vec<T>) {
+    let mut seen: Vec<T> = Vec::new();
+    v.retain(|x| {
+        if seen.contains(x) {
+            false
+        } else {
+            seen.push(*x);
+            true
+        }
+    });
+}
+
+/// `None` means all splits.
+fn parse_splits(s: &str) -> Result<Option<Vec<usize>>> {
+    if s.trim().eq_ignore_ascii_case("all") {
+        return Ok(None);
+    }
+    let mut out = BTreeSet::new();
+    for p in s.split(',').map(str::trim).filter(|p| !p.is_empty()) {
+        let bad = || anyhow!("--splits: {p:?} is not an index, a range a-b or `all`");
+        if let Some((a, b)) = p.split_once('-') {
+            let a: usize = a.trim().parse().map_err(|_| bad())?;
+            let b: usize = b.trim().parse().map_err(|_| bad())?;
+            if a > b {
+                return Err(bad());
+            }
+            out.extend(a..=b);
+        } else {
+            out.insert(p.parse::<usize>().map_err(|_| bad())?);
+        }
+    }
+    if out.is_empty() {
+        bail!("--splits: empty list {s:?}");
+    }
+    Ok(Some(out.into_iter().collect()))
+}
+
+fn parse_kinds(s: &str) -> Result<Vec<SplitKind>> {
+    match s.trim().to_ascii_lowercase().as_str() {
+        "both" | "all" => Ok(vec![SplitKind::Standard, SplitKind::Gap10]),
+        other => Ok(vec![other.parse::<SplitKind>().map_err(|_| {
+            anyhow!("--split {s:?}: expected `standard`, `gap10` or `both`")
+        })?]),
+    }
+}
+
+fn parse_shard(s: &str) -> Result<(usize, usize)> {
+    let bad = || anyhow!("--shard {s:?}: expected I/N with 0 ≤ I < N, e.g. 0/4");
+    let (i, n) = s.split_once('/').ok_or_else(bad)?;
+    let i: usize = i.trim().parse().map_err(|_| bad())?;
+    let n: usize = n.trim().parse().map_err(|_| bad())?;
+    if n == 0 || i >= n {
+        return Err(bad());
+    }
+    Ok((i, n))
+}
+
+/// The record key of a unit with `config`.
+fn key(unit: &Unit, config: &str) -> String {
+    format!(
+        "{}|{}|{}|{}|{config}",
+        unit.dataset,
+        unit.kind.name(),
+        unit.split,
+        unit.method
+    )
+}
+
+fn record_key(r: &Map<String, Value>) -> Option<String> {
+    Some(format!(
+        "{}|{}|{}|{}|{}",
+        records::text(r, "dataset")?,
+        records::text(r, "split_kind")?,
+        records::get(r, "split")?.as_u64()?,
+        records::text(r, "method")?,
+        records::text(r, "config")?
+    ))
+}
+
+/// Runs `smi reproduce uci`.
+pub fn run(args: &Args) -> Result<()> {
+    let plan = Plan::new(args)?;
+    let datasets = parse_datasets(args.datasets.as_deref().unwrap_or(if args.quick {
+        "yacht"
+    } else {
+        "all"
+    }))?;
+    let kinds = parse_kinds(&args.split)?;
+    let splits =
+        parse_splits(
+            args.splits
+                .as_deref()
+                .unwrap_or(if args.quick { "0" } else { "all" }),
+        )?;
+    let methods = parse_methods(args.methods.as_deref().unwrap_or("all"))?;
+    let shard = args.shard.as_deref().map(parse_shard).transpose()?;
+    if args.jobs == 0 {
+        bail!("--jobs must be at least 1");
+    }
+    let data_dir = args
+        .data_dir
+        .clone()
+        .unwrap_or_else(smi_data::default_data_dir);
+
+    // Load the data sets and build the unit list (deterministic: the order of the options).
+    let mut data = BTreeMap::new();
+    let mut units = Vec::new();
+    for &ds in &datasets {
+        let d = UciData::load(&data_dir, ds, ColumnConvention::Paper).with_context(|| {
+            format!(
+                "cannot load UCI data set {ds} from {} (set --data-dir or SMI_DATA_DIR)",
+                data_dir.display()
+            )
+        })?;
+        for &kind in &kinds {
+            let available = d
+                .n_splits(kind)
+                .with_context(|| format!("cannot count the {kind} splits of {ds}"))?;
+            let chosen: Vec<usize> = match &splits {
+                None => (0..available).collect(),
+                Some(v) => {
+                    let (ok, skipped): (Vec<usize>, Vec<usize>) =
+                        v.iter().partition(|&&k| k < available);
+                    if !skipped.is_empty() {
+                        eprintln!("note: {ds} has {available} {kind} splits; skipping {skipped:?}");
+                    }
+                    ok
+                }
+            };
+            for split in chosen {
+                for &method in &methods {
+                    units.push(Unit {
+                        dataset: ds,
+                        kind,
+                        split,
+                        method,
+                    });
+                }
+            }
+        }
+        data.insert(ds, d);
+    }
+    let mine: Vec<(usize, Unit)> = units
+        .iter()
+        .copied()
+        .enumerate()
+        .filter(|(i, _)| shard.is_none_or(|(s, n)| i % n == s))
+        .collect();
+
+    let done: BTreeSet<String> = records::read(&args.out, EXPERIMENT)?
+        .iter()
+        .filter_map(record_key)
+        .collect();
+
+    if args.list {
+        for (i, u) in &mine {
+            let status = match static_lr(&plan, u) {
+                Some(lr) if done.contains(&key(u, &plan.config(u.method, lr))) => "done",
+                Some(_) => "pending",
+                None => "pending (lr from tuning)",
+            };
+            println!("{i}\t{}\t{status}", u.label());
+        }
+        return Ok(());
+    }
+
+    let ctx = Ctx {
+        plan: &plan,
+        data: &data,
+        out: &args.out,
+        done: &done,
+        tune_lock: std::sync::Mutex::new(()),
+    };
+    let started = Instant::now();
+    eprintln!(
+        "uci: {} units{} ({} in the full list), records in {}",
+        mine.len(),
+        shard.map_or(String::new(), |(i, n)| format!(" in shard {i}/{n}")),
+        units.len(),
+        records::path(&args.out, EXPERIMENT).display()
+    );
+    let outcomes: Vec<Result<Outcome>> = if args.jobs == 1 {
+        mine.iter().map(|(_, u)| ctx.run_unit(u)).collect()
+    } else {
+        use rayon::prelude::*;
+        let pool = rayon::ThreadPoolBuilder::new()
+            .num_threads(args.jobs)
+            .build()
+            .context("cannot start the worker pool")?;
+        pool.install(|| {
+            mine.par_iter()
+                .with_max_len(1)
+                .map(|(_, u)| ctx.run_unit(u))
+                .collect()
+        })
+    };
+    let (mut ran, mut skipped, mut failed) = (0, 0, 0);
+    for (o, (_, u)) in outcomes.into_iter().zip(&mine) {
+        match o {
+            Ok(Outcome::Ran) => ran += 1,
+            Ok(Outcome::Skipped) => skipped += 1,
+            Err(e) => {
+                failed += 1;
+                eprintln!("error: unit {} failed: {e:#}", u.label());
+            }
+        }
+    }
+    eprintln!(
+        "uci: {ran} units run, {skipped} skipped (already recorded), {failed} failed in {:.0} s",
+        started.elapsed().as_secs_f64()
+    );
+    report(&args.out)?;
+    if failed > 0 {
+        bail!("{failed} UCI units failed (see the errors above); rerun to retry them");
+    }
+    Ok(())
+}
+
+/// The learning rate known without tuning (`Some(None)` for NUTS), `None` under `--lr tune`.
+fn static_lr(plan: &Plan, u: &Unit) -> Option<Option<f64>> {
+    if u.method == Method::Nuts {
+        return Some(None);
+    }
+    match plan.lr {
+        LrMode::Paper => Some(paper_lr(u.dataset, u.kind, u.method)),
+        LrMode::Fixed(v) => Some(Some(v)),
+        LrMode::Tune => None,
+    }
+}
+
+enum Outcome {
+    Ran,
+    Skipped,
+}
+
+struct Ctx<'a> {
+    plan: &'a Plan,
+    data: &'a BTreeMap<UciDataset, UciData>,
+    out: &'a Path,
+    done: &'a BTreeSet<String>,
+    tune_lock: std::sync::Mutex<()>,
+}
+
+impl Ctx<'_> {
+    fn run_unit(&self, u: &Unit) -> Result<Outcome> {
+        let lr = match static_lr(self.plan, u) {
+            Some(lr) => lr,
+            None => Some(self.tuned_lr(u)?),
+        };
+        let config = self.plan.config(u.method, lr);
+        if self.done.contains(&key(u, &config)) {
+            return Ok(Outcome::Skipped);
+        }
+        let data = self
+            .data
+            .get(&u.dataset)
+            .ok_or_else(|| anyhow!("data set {} not loaded", u.dataset))?;
+        let split = data
+            .split(u.kind, u.split)
+            .with_context(|| format!("cannot build split {} {}", u.kind, u.split))?;
+        let prep = data
+            .prepared(&split)
+            .with_context(|| format!("cannot prepare {}", u.label()))?;
+        let t0 = Instant::now();
+        let fit = fit_and_evaluate(
+            u.method,
+            lr,
+            &prep,
+            self.plan,
+            self.plan.unit_seed(u.split),
+            &u.label(),
+        )
+        .with_context(|| format!("fitting {}", u.label()))?;
+        let seconds = t0.elapsed().as_secs_f64();
+        eprintln!(
+            "{:<24} rmse {:.3} nll {:.3} (paper: rmse {:.3} nll {:.3}) {} steps, {:.2e} s/step, {:.0} s",
+            u.label(),
+            fit.rmse,
+            fit.nll,
+            fit.rmse_paper,
+            fit.nll_paper,
+            fit.steps,
+            fit.seconds_per_step,
+            seconds
+        );
+        let Value::Object(rec) = json!({
+            "dataset": u.dataset.short_name(),
+            "split_kind": u.kind.name(),
+            "split": u.split,
+            "method": u.method.name(),
+            "seed": self.plan.seed,
+            "config": config,
+            "lr": lr,
+            "seconds": seconds,
+            "early_stopped": fit.early_stopped,
+            "metrics": {
+                "rmse": fit.rmse,
+                "nll": fit.nll,
+                "rmse_paper": fit.rmse_paper,
+                "nll_paper": fit.nll_paper,
+                "seconds_per_step": fit.seconds_per_step,
+                "steps": fit.steps,
+            },
+        }) else {
+            bail!("internal error: a record is not a JSON object");
+        };
+        records::append(self.out, EXPERIMENT, rec)?;
+        Ok(Outcome::Ran)
+    }
+
+    /// The learning rate of the grid with the best validation RMSE (paper RMSE) on split 0 of
+    /// the unit's split kind, 10 % of its training rows held out; each grid point is cached in
+    /// `uci-lr.jsonl`.
+    fn tuned_lr(&self, u: &Unit) -> Result<f64> {
+        // One search at a time, so parallel jobs do not repeat each other's grid points.
+        let _guard = self
+            .tune_lock
+            .lock()
+            .map_err(|_| anyhow!("learning-rate search lock poisoned"))?;
+        let data = self
+            .data
+            .get(&u.dataset)
+            .ok_or_else(|| anyhow!("data set {} not loaded", u.dataset))?;
+        let base = data
+            .split(u.kind, 0)
+            .with_context(|| format!("cannot build {} split 0 of {}", u.kind, u.dataset))?;
+        let holdout: Split = base
+            .validation_holdout(0.1, 10)
+            .context("cannot hold out the validation set")?;
+        let prep = data.prepared(&holdout)?;
+        let cached = records::read(self.out, TUNE_EXPERIMENT)?;
+        let grid_label = format!("tune {}/{}/{}", u.dataset, u.kind, u.method);
+        let (lr, v) = smi::best_lr(
+            &LR_GRID,
+            |lr| -> Result<f64> {
+                let config = self.plan.config(u.method, Some(lr));
+                let hit = cached.iter().rev().find(|r| {
+                    records::text(r, "dataset") == Some(u.dataset.short_name())
+                        && records::text(r, "split_kind") == Some(u.kind.name())
+                        && records::text(r, "method") == Some(u.method.name())
+                        && records::text(r, "config") == Some(config.as_str())
+                });
+                if let Some(v) = hit.and_then(|r| records::num(r, "metrics.val_rmse")) {
+                    return Ok(v);
+                }
+                let label = format!("{grid_label} lr={lr:e}");
+                let fit = fit_and_evaluate(
+                    u.method,
+                    Some(lr),
+                    &prep,
+                    self.plan,
+                    self.plan.unit_seed(0),
+                    &label,
+                );
+                // A diverged run counts as the worst RMSE, not as an error.
+                let v = match fit {
+                    Ok(f) if f.rmse_paper.is_finite() => f.rmse_paper,
+                    Ok(_) => f64::INFINITY,
+                    Err(e) => {
+                        eprintln!("note: {label}: {e:#} (counted as infinite RMSE)");
+                        f64::INFINITY
+                    }
+                };
+                eprintln!("{label}: validation RMSE {v:.4}");
+                let Value::Object(rec) = json!({
+                    "dataset": u.dataset.short_name(),
+                    "split_kind": u.kind.name(),
+                    "split": 0,
+                    "method": u.method.name(),
+                    "seed": self.plan.seed,
+                    "config": config,
+                    "lr": lr,
+                    // JSON has no infinity: a diverged run is stored as null.
+                    "metrics": { "val_rmse": if v.is_finite() { Some(v) } else { None } },
+                }) else {
+                    bail!("internal error: a record is not a JSON object");
+                };
+                records::append(self.out, TUNE_EXPERIMENT, rec)?;
+                Ok(v)
+            },
+            |lr, e| eprintln!("note: {grid_label} lr={lr:e}: {e:#} (counted as infinite)"),
+        )?;
+        eprintln!(
+            "{}/{}/{}: chosen lr {lr:e} (validation RMSE {v:.4})",
+            u.dataset, u.kind, u.method
+        );
+        Ok(lr)
+    }
+}
+
+/// What one fit reports.
+#[derive(Clone, Copy, Debug)]
+struct Fit {
+    rmse: f64,
+    nll: f64,
+    rmse_paper: f64,
+    nll_paper: f64,
+    steps: u64,
+    seconds_per_step: f64,
+    early_stopped: bool,
+}
+
+fn matrix(f: &smi_data::Features) -> Result<Matrix> {
+    Matrix::from_vec(f.rows, f.cols, f.values.clone()).context("bad feature matrix")
+}
+
+/// Fits `method` on the training part of `prep` and evaluates on its test part (spec §7.3).
+fn fit_and_evaluate(
+    method: Method,
+    lr: Option<f64>,
+    prep: &Prepared,
+    plan: &Plan,
+    seed: u64,
+    label: &str,
+) -> Result<Fit> {
+    let model = BnnRegression::uci(matrix(&prep.x_train)?, prep.y_train.clone())
+        .context("cannot build the UCI model")?;
+    let x_test = matrix(&prep.x_test)?;
+    let n = prep.y_train.len();
+    let mut observer: Box<dyn Observer> = if plan.progress {
+        Box::new(Bar::new(label, 50))
+    } else {
+        Box::new(NoObserver)
+    };
+    let settings = plan.method_settings(n);
+    let mut rng = prediction_rng(seed);
+    let out = fit(method, lr, &model, &settings, seed, observer.as_mut())?;
+    // MAP: every one of the paper's 5000 draws is the same point; one suffices.
+    let draws = out.posterior.predictive_draws(plan.pred_draws, &mut rng)?;
+    let (steps, seconds, early_stopped) = (out.steps, out.seconds, out.early_stopped());
+    let pred = model
+        .predict(draws.as_slice(), &x_test)
+        .context("prediction failed")?;
+    let m = regression_metrics(&pred.y_loc, &pred.noise_scale, &prep.y_test)
+        .context("the predictions are not finite (the fit diverged)")?;
+    let per_particle = matches!(method, Method::Svgd | Method::Asvgd);
+    Ok(Fit {
+        rmse: m.rmse_of_mean,
+        nll: m.nll,
+        rmse_paper: m.rmse,
+        nll_paper: if per_particle { m.per_draw_nll } else { m.nll },
+        steps,
+        seconds_per_step: seconds / steps.max(1) as f64,
+        early_stopped,
+    })
+}
+
+// ------------------------------------------------------------------------------------------
+// Report
+// ------------------------------------------------------------------------------------------
+
+/// Per-split values of one (split kind, data set, method) cell.
+#[derive(Default, Clone)]
+struct Cell {
+    config: String,
+    /// split → (rmse, nll, rmse_paper, nll_paper, seconds_per_step)
+    splits: BTreeMap<u64, [f64; 5]>,
+}
+
+/// Rebuilds `uci.md` from `uci.jsonl` (nothing when there are no records).
+pub fn report(out: &Path) -> Result<()> {
+    let recs = records::read(out, EXPERIMENT)?;
+    if recs.is_empty() {
+        return Ok(());
+    }
+    // (kind, dataset, method) → config → cell
+    let mut by: BTreeMap<(String, UciDataset, Method), BTreeMap<String, Cell>> = BTreeMap::new();
+    for r in &recs {
+        let parsed = (|| {
+            let ds: UciDataset = records::text(r, "dataset")?.parse().ok()?;
+            let method: Method = records::text(r, "method")?.parse().ok()?;
+            let kind = records::text(r, "split_kind")?.to_string();
+            let split = records::get(r, "split")?.as_u64()?;
+            let config = records::text(r, "config")?.to_string();
+            let v = [
+                "metrics.rmse",
+                "metrics.nll",
+                "metrics.rmse_paper",
+                "metrics.nll_paper",
+                "metrics.seconds_per_step",
+            ]
+            .map(|k| records::num(r, k).unwrap_or(f64::NAN));
+            Some((kind, ds, method, split, config, v))
+        })();
+        let Some((kind, ds, method, split, config, v)) = parsed else {
+            eprintln!("warning: uci.jsonl: skipping a record without the expected keys");
+            continue;
+        };
+        let cell = by
+            .entry((kind, ds, method))
+            .or_default()
+            .entry(config.clone())
+            .or_insert_with(|| Cell {
+                config,
+                ..Cell::default()
+            });
+        cell.splits.insert(split, v); // a later record of the same split replaces an earlier one
+    }
+    // One config per cell: the one with the most splits (ties: the later config string).
+    let cells: BTreeMap<(String, UciDataset, Method), Cell> = by
+        .into_iter()
+        .filter_map(|(k, configs)| {
+            configs
+                .into_values()
+                .max_by_key(|c| c.splits.len())
+                .map(|c| (k, c))
+        })
+        .collect();
+
+    let mut md = String::new();
+    md.push_str("# UCI regression (spec §7.3; the paper's Table 3 and Table 6)\n\n");
+    md.push_str(
+        "Mean ± std (ddof 0) over splits. **Bold**: not worse than the best method \
+         (one-sided Mann–Whitney U, p ≥ 0.05); _underscored_: not worse than the best \
+         variational method (NUTS excluded). `n` in the configuration list = number of splits.\n\n",
+    );
+    let kinds: Vec<String> = ["standard", "gap10"]
+        .into_iter()
+        .filter(|k| cells.keys().any(|(kk, _, _)| kk == k))
+        .map(str::to_string)
+        .collect();
+    let variants = [
+        (
+            "Paper metrics",
+            "RMSE over draws and points jointly; NLL per particle for SVGD/ASVGD (the paper's \
+             evaluation code), mixture predictive NLL for the others.",
+            2usize,
+            3usize,
+        ),
+        (
+            "Proper metrics",
+            "RMSE of the predictive mean; NLL of the mixture predictive for every method.",
+            0,
+            1,
+        ),
+    ];
+    for (title, what, ir, in_) in variants {
+        md.push_str(&format!("## {title}\n\n{what}\n\n"));
+        for kind in &kinds {
+            for (metric, idx) in [("NLL", in_), ("RMSE", ir)] {
+                md.push_str(&format!(
+                    "### {metric}, {} splits ({})\n\n",
+                    kind_title(kind),
+                    title.to_lowercase()
+                ));
+                md.push_str(&metric_table(&cells, kind, idx));
+                md.push('\n');
+            }
+        }
+    }
+    md.push_str("## Seconds per step (Table 6)\n\nMean over splits of training seconds / steps (NUTS: per iteration, warm-up included).\n\n");
+    for kind in &kinds {
+        md.push_str(&format!("### {} splits\n\n", kind_title(kind)));
+        md.push_str(&time_table(&cells, kind));
+        md.push('\n');
+    }
+    md.push_str("## Configurations\n\n");
+    let rows: Vec<Vec<String>> = cells
+        .iter()
+        .map(|((kind, ds, m), c)| {
+            vec![
+                kind.clone(),
+                ds.to_string(),
+                m.label().to_string(),
+                c.splits.len().to_string(),
+                format!("`{}`", c.config),
+            ]
+        })
+        .collect();
+    md.push_str(&tables::markdown(
+        &["split kind", "dataset", "method", "n", "config"],
+        &rows,
+    ));
+    let p = out.join(format!("{EXPERIMENT}.md"));
+    std::fs::write(&p, md).with_context(|| format!("cannot write {}", p.display()))?;
+    Ok(())
+}
+
+fn kind_title(kind: &str) -> &str {
+    match kind {
+        "standard" => "Standard",
+        "gap10" => "Gap10",
+        k => k,
+    }
+}
+
+/// Decimals for a row whose largest |mean| is `scale`.
+fn digits(scale: f64) -> usize {
+    if scale < 0.1 {
+        4
+    } else if scale < 1.0 {
+        3
+    } else {
+        2
+    }
+}
+
+fn datasets_of(
+    cells: &BTreeMap<(String, UciDataset, Method), Cell>,
+    kind: &str,
+) -> Vec<UciDataset> {
+    let set: BTreeSet<UciDataset> = cells
+        .keys()
+        .filter(|(k, _, _)| k == kind)
+        .map(|(_, d, _)| *d)
+        .collect();
+    set.into_iter().collect()
+}
+
+fn methods_of(cells: &BTreeMap<(String, UciDataset, Method), Cell>, kind: &str) -> Vec<Method> {
+    let set: BTreeSet<Method> = cells
+        .keys()
+        .filter(|(k, _, _)| k == kind)
+        .map(|(_, _, m)| *m)
+        .collect();
+    set.into_iter().collect()
+}
+
+/// The Table 3 block of one metric (`idx` into the cell values) for one split kind.
+fn metric_table(
+    cells: &BTreeMap<(String, UciDataset, Method), Cell>,
+    kind: &str,
+    idx: usize,
+) -> String {
+    let methods = methods_of(cells, kind);
+    let mut header = vec!["dataset"];
+    header.extend(methods.iter().map(|m| m.label()));
+    let mut rows = Vec::new();
+    for ds in datasets_of(cells, kind) {
+        // Per-method samples (finite values only).
+        let samples: Vec<Option<Vec<f64>>> = methods
+            .iter()
+            .map(|m| {
+                cells.get(&(kind.to_string(), ds, *m)).map(|c| {
+                    c.splits
+                        .values()
+                        .map(|v| v[idx])
+                        .filter(|v| v.is_finite())
+                        .collect::<Vec<f64>>()
+                })
+            })
+            .map(|s| s.filter(|v| !v.is_empty()))
+            .collect();
+        let present: Vec<usize> = (0..methods.len())
+            .filter(|&k| samples[k].is_some())
+            .collect();
+        let all: Vec<&[f64]> = present
+            .iter()
+            .filter_map(|&k| samples[k].as_deref())
+            .collect();
+        let bold = marks(&all);
+        let var: Vec<usize> = present
+            .iter()
+            .copied()
+            .filter(|&k| methods[k] != Method::Nuts)
+            .collect();
+        let var_samples: Vec<&[f64]> = var.iter().filter_map(|&k| samples[k].as_deref()).collect();
+        let under = marks(&var_samples);
+        let stats: Vec<Option<MeanStd>> = samples
+            .iter()
+            .map(|s| s.as_deref().and_then(|v| MeanStd::of(v).ok()))
+            .collect();
+        let scale = stats
+            .iter()
+            .flatten()
+            .map(|s| s.mean.abs())
+            .fold(0.0, f64::max);
+        let dg = digits(scale);
+        let mut row = vec![ds.to_string()];
+        for (k, st) in stats.iter().enumerate() {
+            let Some(st) = st else {
+                row.push("–".to_string());
+                continue;
+            };
+            let mut s = tables::mean_std(st.mean, st.std, dg);
+            if present
+                .iter()
+                .position(|&p| p == k)
+                .and_then(|i| bold.get(i).copied())
+                .unwrap_or(false)
+            {
+                s = format!("**{s}**");
+            }
+            if var
+                .iter()
+                .position(|&p| p == k)
+                .and_then(|i| under.get(i).copied())
+                .unwrap_or(false)
+            {
+                s = format!("_{s}_");
+            }
+            row.push(s);
+        }
+        rows.push(row);
+    }
+    tables::markdown(&header, &rows)
+}
+
+/// `not_worse_than_best` marks (lower is better); none when the test cannot be made.
+fn marks(samples: &[&[f64]]) -> Vec<bool> {
+    if samples.is_empty() {
+        return Vec::new();
+    }
+    not_worse_than_best(samples, Better::Lower, PAPER_ALPHA).unwrap_or_default()
+}
+
+fn time_table(cells: &BTreeMap<(String, UciDataset, Method), Cell>, kind: &str) -> String {
+    let methods = methods_of(cells, kind);
+    let mut header = vec!["dataset"];
+    header.extend(methods.iter().map(|m| m.label()));
+    let rows: Vec<Vec<String>> = datasets_of(cells, kind)
+        .into_iter()
+        .map(|ds| {
+            let mut row = vec![ds.to_string()];
+            for m in &methods {
+                let v: Vec<f64> = cells
+                    .get(&(kind.to_string(), ds, *m))
+                    .map(|c| {
+                        c.splits
+                            .values()
+                            .map(|v| v[4])
+                            .filter(|v| v.is_finite())
+                            .collect()
+                    })
+                    .unwrap_or_default();
+                row.push(match MeanStd::of(&v) {
+                    Ok(s) => format!("{:.2e}", s.mean),
+                    Err(_) => "–".to_string(),
+                });
+            }
+            row
+        })
+        .collect();
+    tables::markdown(&header, &rows)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn paper_rates_decode() {
+        let lr = |d, k, m| paper_lr(d, k, m).unwrap();
+        assert_eq!(
+            lr(UciDataset::Boston, SplitKind::Standard, Method::Svgd),
+            5e-6
+        );
+        assert_eq!(
+            lr(UciDataset::Boston, SplitKind::Standard, Method::Smi),
+            5e-5
+        );
+        assert_eq!(
+            lr(UciDataset::Concrete, SplitKind::Standard, Method::Svgd),
+            5e-2
+        );
+        assert_eq!(lr(UciDataset::Energy, SplitKind::Gap10, Method::Map), 5e-2);
+        assert_eq!(lr(UciDataset::Wine, SplitKind::Gap10, Method::Smi), 5e-2);
+        assert!(paper_lr(UciDataset::Yacht, SplitKind::Gap10, Method::Nuts).is_none());
+    }
+
+    #[test]
+    fn option_parsing() {
+        assert_eq!(parse_splits("0,3-5,3").unwrap(), Some(vec![0, 3, 4, 5]));
+        assert_eq!(parse_splits("all").unwrap(), None);
+        assert!(parse_splits("5-2").is_err());
+        assert!(parse_splits("x").is_err());
+        assert_eq!(parse_shard("1/3").unwrap(), (1, 3));
+        assert!(parse_shard("3/3").is_err());
+        assert!(parse_shard("1").is_err());
+        let e = parse_methods("smi,foo").unwrap_err();
+        assert!(format!("{e:#}").contains("asvgd"), "{e:#}");
+        assert_eq!(
+            parse_methods("map,smi,map").unwrap(),
+            vec![Method::Map, Method::Smi]
+        );
+        let e = parse_datasets("mnist").unwrap_err().to_string();
+        assert!(e.contains("yacht"), "{e}");
+        assert_eq!(parse_datasets("all").unwrap().len(), 9);
+        assert_eq!(parse_kinds("both").unwrap().len(), 2);
+        assert!(parse_kinds("gap20").is_err());
+        assert_eq!("tune".parse::<LrMode>().unwrap(), LrMode::Tune);
+        assert_eq!("5e-3".parse::<LrMode>().unwrap(), LrMode::Fixed(5e-3));
+        assert!("-1".parse::<LrMode>().is_err());
+    }
+
+    #[test]
+    fn configs_differ_by_setting() {
+        let args = |extra: &[&str]| {
+            use clap::Parser;
+            #[derive(clap::Parser)]
+            struct W {
+                #[command(flatten)]
+                a: Args,
+            }
+            let mut v = vec!["x"];
+            v.extend_from_slice(extra);
+            W::parse_from(v).a
+        };
+        let p = Plan::new(&args(&[])).unwrap();
+        let q = Plan::new(&args(&["--max-steps", "100"])).unwrap();
+        let r = Plan::new(&args(&["--seed", "3"])).unwrap();
+        let a = Plan::new(&args(&["--attraction", "numpyro"])).unwrap();
+        // the default attraction adds nothing: records made before the option still match
+        assert_eq!(
+            p.config(Method::Smi, Some(5e-5)),
+            "lr=5e-5|steps<=60000|es=35x2|m=5|S=100|b=100|init=U0.1|pred=5000|seed=0"
+        );
+        for m in Method::ALL {
+            let c = p.config(m, Some(1e-3));
+            // only SMI has the attraction option
+            assert_eq!(c == a.config(m, Some(1e-3)), m != Method::Smi, "{m}");
+            assert_eq!(c, p.config(m, Some(1e-3)));
+            assert_ne!(c, r.config(m, Some(1e-3)));
+            if m != Method::Nuts {
+                assert_ne!(c, q.config(m, Some(1e-3)));
+                assert_ne!(c, p.config(m, Some(1e-4)));
+            }
+        }
+    }
+}

@@ -1,0 +1,1049 @@
+//! The variance-collapse experiment (spec §7.1): fit N(0, I_d) with SMI (1 and 20 particles,
+//! Normal guide), SVGD and ASVGD (20 particles) and measure the dimension-averaged marginal
+//! variance, the diagonal "Frobenius distance" to I and the mean location.
+//!
+//! Paper settings (the defaults): RBF kernel; SMI with init radius 2, Adagrad(0.05, momentum
+//! 0.9), S = 100 ELBO draws, guide init scale 0.1; SVGD/ASVGD with init radius 20 and
+//! Adam(0.05); ASVGD with C = 10 cycles and p = 10; 60 000 steps; seed 10. SMI runs for every
+//! α of `--alphas`, SVGD/ASVGD only for α = 1.
+
+use std::collections::BTreeMap;
+use std::path::{Path, PathBuf};
+use std::time::Instant;
+
+use anyhow::{anyhow, Context, Result};
+use plotters::coord::types::RangedCoordf64;
+use plotters::coord::CoordTranslate;
+use plotters::prelude::*;
+use serde_json::{json, Map, Value};
+use smi::testing::DiagNormal;
+use smi::{Init, Method, MethodSettings, OptimizerSettings, RunSettings};
+
+use crate::plot::{init_font, is_png, FONT_FAMILY};
+use crate::progress::Bar;
+use crate::records;
+use crate::tables::markdown;
+
+/// The records' experiment name (`<out>/variance.jsonl`).
+pub const EXPERIMENT: &str = "variance";
+
+const PAPER_DIMS: [usize; 10] = [1, 2, 4, 8, 10, 20, 40, 60, 80, 100];
+const PAPER_STEPS: u64 = 60_000;
+const QUICK_DIMS: [usize; 2] = [2, 8];
+const QUICK_STEPS: u64 = 2_000;
+
+/// Options of `smi reproduce variance`.
+#[derive(clap::Args, Debug)]
+pub struct Args {
+    /// Dimensions d of the target N(0, I_d), comma-separated [default: 1,2,4,8,10,20,40,60,80,100,
+    /// or 2,8 with --quick].
+    #[arg(long, value_delimiter = ',', value_parser = parse_dim)]
+    pub dims: Option<Vec<usize>>,
+    /// Repulsion temperatures α for SMI, comma-separated (SVGD/ASVGD always use α = 1).
+    #[arg(long, value_delimiter = ',', value_parser = parse_alpha, default_value = "1")]
+    pub alphas: Vec<f64>,
+    /// Optimisation steps per run [default: 60000, or 2000 with --quick].
+    #[arg(long)]
+    pub steps: Option<u64>,
+    /// Base seed; every (method, particles, d, α) run derives its own seed from it.
+    #[arg(long, default_value_t = 10)]
+    pub seed: u64,
+    /// Output folder for records, tables and figures.
+    #[arg(long, default_value = "results")]
+    pub out: PathBuf,
+    /// A small preset finishing in seconds: d ∈ {2, 8} (unless --dims is given) and 2000 steps
+    /// (unless --steps is given).
+    #[arg(long)]
+    pub quick: bool,
+}
+
+fn parse_dim(s: &str) -> std::result::Result<usize, String> {
+    let d: usize = s
+        .trim()
+        .parse()
+        .map_err(|_| format!("`{s}` is not a dimension (a whole number ≥ 1)"))?;
+    if d == 0 {
+        return Err("dimensions must be at least 1".into());
+    }
+    Ok(d)
+}
+
+fn parse_alpha(s: &str) -> std::result::Result<f64, String> {
+    let a: f64 = s
+        .trim()
+        .parse()
+        .map_err(|_| format!("`{s}` is not a number"))?;
+    if !(a.is_finite() && a >= 0.0) {
+        return Err(format!("α must be finite and ≥ 0, got {s}"));
+    }
+    Ok(a)
+}
+
+/// One fit of the experiment: method, particle count, dimension, α.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub(crate) struct Setting {
+    pub method: Method,
+    pub particles: usize,
+    pub dim: usize,
+    pub alpha: f64,
+}
+
+/// SplitMix64 finaliser: decorrelates nearby inputs.
+pub(crate) fn mix(mut z: u64) -> u64 {
+    z = z.wrapping_add(0x9E37_79B9_7F4A_7C15);
+    z = (z ^ (z >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
+    z = (z ^ (z >> 27)).wrapping_mul(0x94D0_49BB_1331_11EB);
+    z ^ (z >> 31)
+}
+
+impl Setting {
+    /// The label of the series this setting belongs to, e.g. `SMI-20`.
+    fn series(&self) -> String {
+        series_label(self.method.name(), self.particles as u64)
+    }
+
+    /// The run's own seed: a hash of the base seed and the setting, so that adding dimensions
+    /// or α values never changes the seed of another run.
+    fn seed(&self, base: u64) -> u64 {
+        let mut h = mix(base);
+        for v in [
+            self.method as u64,
+            self.particles as u64,
+            self.dim as u64,
+            self.alpha.to_bits(),
+        ] {
+            h = mix(h ^ v);
+        }
+        h
+    }
+
+    /// The paper's engine settings for this run (spec §7.1): SMI with S = 100, uniform(2)
+    /// init and Adagrad(0.05); SVGD and ASVGD with uniform(20) init and Adam(0.05).
+    fn settings(&self, steps: u64, seed: u64) -> MethodSettings {
+        let s = self.method.preset(steps);
+        let s = if self.method == Method::Smi {
+            s.with_elbo_draws(100)
+                .with_init(Init::Uniform { radius: 2.0 })
+                .with_optimizer(OptimizerSettings::adagrad(0.05))
+        } else {
+            s.with_init(Init::Uniform { radius: 20.0 })
+                .with_optimizer(OptimizerSettings::adam(0.05))
+        };
+        let mut s = s.with_particles(self.particles).with_seed(seed);
+        if let MethodSettings::Stein(st) = &mut s {
+            st.repulsion_temperature = self.alpha;
+        }
+        s
+    }
+}
+
+fn series_label(method: &str, particles: u64) -> String {
+    format!("{}-{particles}", method.to_uppercase())
+}
+
+/// The experiment's runs, dimension by dimension: SMI-1 and SMI-20 for every α, then SVGD-20
+/// and ASVGD-20 at α = 1.
+fn plan(dims: &[usize], alphas: &[f64]) -> Vec<Setting> {
+    let mut out = Vec::new();
+    for &dim in dims {
+        for &alpha in alphas {
+            for particles in [1, 20] {
+                out.push(Setting {
+                    method: Method::Smi,
+                    particles,
+                    dim,
+                    alpha,
+                });
+            }
+        }
+        for method in [Method::Svgd, Method::Asvgd] {
+            out.push(Setting {
+                method,
+                particles: 20,
+                dim,
+                alpha: 1.0,
+            });
+        }
+    }
+    out
+}
+
+fn dedup_sorted<T: PartialOrd + Copy>(v: &[T]) -> Vec<T> {
+    let mut out: Vec<T> = Vec::with_capacity(v.len());
+    for &x in v {
+        if !out.contains(&x) {
+            out.push(x);
+        }
+    }
+    out.sort_by(|a, b| a.partial_cmp(b).unwrap_or(std::cmp::Ordering::Equal));
+    out
+}
+
+/// Runs the experiment.
+pub fn run(args: &Args) -> Result<()> {
+    let dims = match (&args.dims, args.quick) {
+        (Some(d), _) => dedup_sorted(d),
+        (None, true) => QUICK_DIMS.to_vec(),
+        (None, false) => PAPER_DIMS.to_vec(),
+    };
+    let alphas = dedup_sorted(&args.alphas);
+    if dims.is_empty() || alphas.is_empty() {
+        anyhow::bail!("--dims and --alphas need at least one value each");
+    }
+    let steps = match (args.steps, args.quick) {
+        (Some(0), _) => anyhow::bail!("--steps must be at least 1"),
+        (Some(s), _) => s,
+        (None, true) => QUICK_STEPS,
+        (None, false) => PAPER_STEPS,
+    };
+    let runs = plan(&dims, &alphas);
+    eprintln!(
+        "variance collapse: {} runs (d ∈ {:?}, α ∈ {:?}), {steps} steps each, records in {}",
+        runs.len(),
+        dims,
+        alphas,
+        records::path(&args.out, EXPERIMENT).display()
+    );
+    let mut done = Vec::new();
+    for (i, setting) in runs.iter().enumerate() {
+        let rec = fit(setting, steps, args.seed, i, runs.len())?;
+        records::append(&args.out, EXPERIMENT, rec.clone())
+            .with_context(|| format!("cannot write the record of {}", describe(setting)))?;
+        done.push(rec);
+    }
+    let rows = latest_rows(&done);
+    println!();
+    println!("{}", terminal_tables(&rows, steps));
+    report(&args.out)?;
+    eprintln!(
+        "wrote {}, {} and {}",
+        args.out.join("variance.md").display(),
+        args.out.join("variance.png").display(),
+        args.out.join("variance-frobenius.png").display()
+    );
+    Ok(())
+}
+
+fn describe(s: &Setting) -> String {
+    format!("{} d={} α={}", s.series(), s.dim, s.alpha)
+}
+
+/// Fits one setting and returns its record.
+fn fit(
+    setting: &Setting,
+    steps: u64,
+    base_seed: u64,
+    index: usize,
+    total: usize,
+) -> Result<Map<String, Value>> {
+    let seed = setting.seed(base_seed);
+    let settings = setting.settings(steps, seed);
+    let target = DiagNormal::standard(setting.dim).context("cannot build the target N(0, I)")?;
+    let label = format!("[{}/{}] {}", index + 1, total, describe(setting));
+    let mut bar = Bar::new(&label, (steps / 200).max(1));
+    let start = Instant::now();
+    let result = smi::fit(&target, &settings, &RunSettings::steps(steps), &mut bar)
+        .with_context(|| format!("the run {} failed", describe(setting)))?;
+    let seconds = start.elapsed().as_secs_f64();
+    let var = result.posterior.variance();
+    let mean = result.posterior.mean();
+    let d = setting.dim as f64;
+    let mean_variance = var.iter().sum::<f64>() / d;
+    let frobenius = var.iter().map(|v| (v - 1.0).powi(2)).sum::<f64>().sqrt();
+    let mean_location = mean.iter().sum::<f64>() / d;
+    let max_abs_location = mean.iter().fold(0.0_f64, |a, m| a.max(m.abs()));
+    eprintln!(
+        "{label}: mean variance {mean_variance:.4}, Frobenius {frobenius:.4}, mean location \
+         {mean_location:+.4} ({seconds:.1} s)"
+    );
+    let config = settings.to_json();
+    let Value::Object(m) = json!({
+        "experiment": EXPERIMENT,
+        "method": setting.method.name(),
+        "particles": setting.particles,
+        "dim": setting.dim,
+        "alpha": setting.alpha,
+        "seed": seed,
+        "base_seed": base_seed,
+        "steps": steps,
+        "seconds": seconds,
+        "skipped_steps": result.skipped_steps,
+        "config": config,
+        "metrics": {
+            "mean_variance": mean_variance,
+            "frobenius": frobenius,
+            "mean_location": mean_location,
+            "max_abs_location": max_abs_location,
+            "variance": var,
+        },
+        "version": records::VERSION,
+    }) else {
+        unreachable!("json! of an object literal is an object")
+    };
+    Ok(m)
+}
+
+/// One setting's latest record, reduced to what the report needs.
+#[derive(Clone, Debug)]
+struct Row {
+    series: String,
+    method: String,
+    particles: u64,
+    dim: u64,
+    alpha: f64,
+    mean_variance: Option<f64>,
+    frobenius: Option<f64>,
+    mean_location: Option<f64>,
+    steps: Option<u64>,
+    seconds: Option<f64>,
+}
+
+/// The latest record of every (method, particles, dim, α), skipping records without a setting.
+fn latest_rows(recs: &[Map<String, Value>]) -> Vec<Row> {
+    let mut map: BTreeMap<(String, u64, u64, u64), Row> = BTreeMap::new();
+    for r in recs {
+        let (Some(method), Some(particles), Some(dim), Some(alpha)) = (
+            records::text(r, "method"),
+            records::get(r, "particles").and_then(Value::as_u64),
+            records::get(r, "dim").and_then(Value::as_u64),
+            records::num(r, "alpha"),
+        ) else {
+            continue;
+        };
+        let row = Row {
+            series: series_label(method, particles),
+            method: method.to_string(),
+            particles,
+            dim,
+            alpha,
+            mean_variance: records::num(r, "metrics.mean_variance"),
+            frobenius: records::num(r, "metrics.frobenius"),
+            mean_location: records::num(r, "metrics.mean_location"),
+            steps: records::get(r, "steps").and_then(Value::as_u64),
+            seconds: records::num(r, "seconds"),
+        };
+        map.insert((method.to_string(), particles, dim, alpha.to_bits()), row);
+    }
+    let mut rows: Vec<Row> = map.into_values().collect();
+    rows.sort_by(|a, b| {
+        (series_rank(&a.method), a.particles, a.dim)
+            .cmp(&(series_rank(&b.method), b.particles, b.dim))
+            .then(a.alpha.total_cmp(&b.alpha))
+    });
+    rows
+}
+
+fn series_rank(method: &str) -> u8 {
+    match method {
+        "smi" => 0,
+        "svgd" => 1,
+        "asvgd" => 2,
+        _ => 3,
+    }
+}
+
+/// Series labels in presentation order (SMI-1, SMI-20, SVGD-20, ASVGD-20, others).
+fn series_order(rows: &[Row]) -> Vec<String> {
+    let mut v: Vec<(u8, u64, String)> = Vec::new();
+    for r in rows {
+        let k = (series_rank(&r.method), r.particles, r.series.clone());
+        if !v.contains(&k) {
+            v.push(k);
+        }
+    }
+    v.sort();
+    v.into_iter().map(|k| k.2).collect()
+}
+
+fn dims_of(rows: &[Row]) -> Vec<u64> {
+    dedup_sorted(&rows.iter().map(|r| r.dim).collect::<Vec<_>>())
+}
+
+fn alphas_of<'a>(rows: impl Iterator<Item = &'a Row>) -> Vec<f64> {
+    dedup_sorted(&rows.map(|r| r.alpha).collect::<Vec<_>>())
+}
+
+fn fmt_opt(v: Option<f64>, digits: usize) -> String {
+    match v {
+        Some(x) if x.is_finite() => {
+            let s = format!("{x:.digits$}");
+            // No "-0.000".
+            if s.starts_with('-') && s[1..].chars().all(|c| c == '0' || c == '.') {
+                s[1..].to_string()
+            } else {
+                s
+            }
+        }
+        _ => "–".into(),
+    }
+}
+
+fn fmt_alpha(a: f64) -> String {
+    format!("{a}")
+}
+
+/// The row of `series` at (dim, α), when present.
+fn find<'a>(rows: &'a [Row], series: &str, dim: u64, alpha: f64) -> Option<&'a Row> {
+    rows.iter()
+        .find(|r| r.series == series && r.dim == dim && r.alpha == alpha)
+}
+
+/// The α a series is shown at in the main tables: 1 if it has it, otherwise its only α.
+fn main_alpha(rows: &[Row], series: &str) -> Option<f64> {
+    let alphas = alphas_of(rows.iter().filter(|r| r.series == series));
+    if alphas.contains(&1.0) {
+        Some(1.0)
+    } else if alphas.len() == 1 {
+        Some(alphas[0])
+    } else {
+        None
+    }
+}
+
+/// A dims × series table of one metric at each series' main α.
+fn metric_table(rows: &[Row], metric: fn(&Row) -> Option<f64>, digits: usize) -> String {
+    let series = series_order(rows);
+    let header_owned: Vec<String> = std::iter::once("d".to_string())
+        .chain(series.iter().map(|s| match main_alpha(rows, s) {
+            Some(a) if a != 1.0 => format!("{s} (α = {})", fmt_alpha(a)),
+            _ => s.clone(),
+        }))
+        .collect();
+    let header: Vec<&str> = header_owned.iter().map(String::as_str).collect();
+    let body: Vec<Vec<String>> = dims_of(rows)
+        .into_iter()
+        .map(|d| {
+            std::iter::once(d.to_string())
+                .chain(series.iter().map(|s| {
+                    let v = main_alpha(rows, s)
+                        .and_then(|a| find(rows, s, d, a))
+                        .and_then(metric);
+                    fmt_opt(v, digits)
+                }))
+                .collect()
+        })
+        .collect();
+    markdown(&header, &body)
+}
+
+/// dims × α tables of the mean variance for every SMI series with several α.
+fn alpha_tables(rows: &[Row]) -> Vec<(String, String)> {
+    let mut out = Vec::new();
+    for s in series_order(rows) {
+        let alphas = alphas_of(rows.iter().filter(|r| r.series == s));
+        if alphas.len() < 2 {
+            continue;
+        }
+        let header_owned: Vec<String> = std::iter::once("d".to_string())
+            .chain(alphas.iter().map(|a| format!("α = {}", fmt_alpha(*a))))
+            .collect();
+        let header: Vec<&str> = header_owned.iter().map(String::as_str).collect();
+        let dims = dims_of(
+            &rows
+                .iter()
+                .filter(|r| r.series == s)
+                .cloned()
+                .collect::<Vec<_>>(),
+        );
+        let body: Vec<Vec<String>> =
+            dims.into_iter()
+                .map(|d| {
+                    std::iter::once(d.to_string())
+                        .chain(alphas.iter().map(|&a| {
+                            fmt_opt(find(rows, &s, d, a).and_then(|r| r.mean_variance), 3)
+                        }))
+                        .collect()
+                })
+                .collect();
+        out.push((s, markdown(&header, &body)));
+    }
+    out
+}
+
+fn terminal_tables(rows: &[Row], steps: u64) -> String {
+    let mut s = format!(
+        "Dimension-averaged marginal variance (target 1), {steps} steps:\n\n{}\n\
+         Frobenius distance ‖diag(var) − I‖_F (target 0):\n\n{}",
+        metric_table(rows, |r| r.mean_variance, 3),
+        metric_table(rows, |r| r.frobenius, 3)
+    );
+    for (series, t) in alpha_tables(rows) {
+        s.push_str(&format!("\n{series} mean variance over α:\n\n{t}"));
+    }
+    s
+}
+
+/// Rebuilds `variance.md`, `variance.png` and `variance-frobenius.png` from the records (does
+/// nothing without records).
+pub fn report(out: &Path) -> Result<()> {
+    let recs = records::read(out, EXPERIMENT)?;
+    let rows = latest_rows(&recs);
+    if rows.is_empty() {
+        return Ok(());
+    }
+    let md = markdown_report(&rows);
+    let p = out.join("variance.md");
+    std::fs::write(&p, md).with_context(|| format!("cannot write {}", p.display()))?;
+    let p = out.join("variance.png");
+    variance_figure(&rows, &p).with_context(|| format!("cannot draw {}", p.display()))?;
+    anyhow::ensure!(is_png(&p), "{} is not a valid PNG", p.display());
+    let p = out.join("variance-frobenius.png");
+    frobenius_figure(&rows, &p).with_context(|| format!("cannot draw {}", p.display()))?;
+    anyhow::ensure!(is_png(&p), "{} is not a valid PNG", p.display());
+    Ok(())
+}
+
+fn markdown_report(rows: &[Row]) -> String {
+    let steps = dedup_sorted(&rows.iter().filter_map(|r| r.steps).collect::<Vec<_>>());
+    let steps_txt = steps
+        .iter()
+        .map(u64::to_string)
+        .collect::<Vec<_>>()
+        .join(", ");
+    let mut s = String::new();
+    s.push_str("# Variance collapse on N(0, I_d)\n\n");
+    s.push_str(&format!(
+        "Spec §7.1: SMI with a Normal guide (init radius 2, Adagrad(0.05), S = 100) and 1 or 20 \
+         particles; SVGD and ASVGD with 20 particles (init radius 20, Adam(0.05)); RBF kernel. \
+         Steps per run: {steps_txt}. Each cell is the latest record of its setting in \
+         `variance.jsonl`; columns are at α = 1 unless marked.\n\n"
+    ));
+    s.push_str("## Dimension-averaged marginal variance (target 1)\n\n");
+    s.push_str(
+        "SMI: mixture variance mean_j σ²_jc + mean_j μ²_jc − (mean_j μ_jc)²; SVGD/ASVGD: \
+         particle variance (ddof 0); averaged over the d coordinates.\n\n",
+    );
+    s.push_str(&metric_table(rows, |r| r.mean_variance, 3));
+    s.push_str("\n## Frobenius distance ‖diag(var) − I‖_F (target 0)\n\n");
+    s.push_str(&metric_table(rows, |r| r.frobenius, 3));
+    s.push_str("\n## Mean location (average over coordinates; target 0)\n\n");
+    s.push_str(&metric_table(rows, |r| r.mean_location, 3));
+    for (series, t) in alpha_tables(rows) {
+        s.push_str(&format!(
+            "\n## {series}: mean variance over the repulsion temperature α\n\n{t}"
+        ));
+    }
+    s.push_str("\n## Run time (seconds)\n\n");
+    s.push_str(&metric_table(rows, |r| r.seconds, 1));
+    s
+}
+
+// ---------------------------------------------------------------------------------------------
+// Figures.
+
+/// Colour of a series (Okabe–Ito palette, fixed per method so figures agree).
+pub(crate) fn series_color(series: &str) -> RGBColor {
+    match series {
+        "SMI-1" => RGBColor(0, 114, 178),
+        "SMI-20" => RGBColor(213, 94, 0),
+        "SVGD-20" => RGBColor(0, 158, 115),
+        "ASVGD-20" => RGBColor(204, 121, 167),
+        s if s.starts_with("SMI") => RGBColor(86, 180, 233),
+        s if s.starts_with("ASVGD") => RGBColor(230, 159, 0),
+        _ => RGBColor(80, 80, 80),
+    }
+}
+
+fn series_marker(series: &str) -> usize {
+    match series {
+        "SMI-1" => 0,
+        "SMI-20" => 1,
+        "SVGD-20" => 2,
+        "ASVGD-20" => 3,
+        _ => 0,
+    }
+}
+
+/// A colour from a viridis-like ramp, t ∈ [0, 1].
+pub(crate) fn ramp(t: f64) -> RGBColor {
+    const STOPS: [(f64, f64, f64); 5] = [
+        (68.0, 1.0, 84.0),
+        (59.0, 82.0, 139.0),
+        (33.0, 145.0, 140.0),
+        (94.0, 201.0, 98.0),
+        (220.0, 200.0, 30.0),
+    ];
+    let t = t.clamp(0.0, 1.0) * (STOPS.len() - 1) as f64;
+    let i = (t.floor() as usize).min(STOPS.len() - 2);
+    let f = t - i as f64;
+    let (a, b) = (STOPS[i], STOPS[i + 1]);
+    let lerp = |x: f64, y: f64| (x + (y - x) * f).round() as u8;
+    RGBColor(lerp(a.0, b.0), lerp(a.1, b.1), lerp(a.2, b.2))
+}
+
+/// Turns a plotters error into anyhow.
+pub(crate) fn plot_err<E: std::fmt::Debug>(e: E) -> anyhow::Error {
+    anyhow!("drawing failed: {e:?}")
+}
+
+/// The outline of marker `shape` (0 circle, 1 triangle, 2 square, 3 diamond, 4 inverted
+/// triangle) of radius `r` pixels around (dx, dy).
+pub(crate) fn marker_outline(shape: usize, r: i32, (dx, dy): (i32, i32)) -> Vec<(i32, i32)> {
+    let poly = |n: usize, start: f64, scale: f64| -> Vec<(i32, i32)> {
+        (0..n)
+            .map(|k| {
+                let t = start + std::f64::consts::TAU * k as f64 / n as f64;
+                let rr = r as f64 * scale;
+                (
+                    dx + (rr * t.cos()).round() as i32,
+                    dy - (rr * t.sin()).round() as i32,
+                )
+            })
+            .collect()
+    };
+    use std::f64::consts::FRAC_PI_2;
+    match shape % 5 {
+        0 => poly(20, 0.0, 1.0),
+        1 => poly(3, FRAC_PI_2, 1.35),
+        2 => poly(4, FRAC_PI_2 / 2.0, 1.25),
+        3 => poly(4, 0.0, 1.35),
+        _ => poly(3, -FRAC_PI_2, 1.35),
+    }
+}
+
+/// Draws filled markers of shape `shape` (see [`marker_outline`]) at `pts`.
+pub(crate) fn draw_markers<DB, CT>(
+    chart: &mut ChartContext<'_, DB, CT>,
+    pts: &[(f64, f64)],
+    shape: usize,
+    color: RGBColor,
+    size: i32,
+) -> Result<()>
+where
+    DB: DrawingBackend,
+    CT: CoordTranslate<From = (f64, f64)>,
+{
+    let outline = marker_outline(shape, size, (0, 0));
+    chart
+        .draw_series(pts.iter().map(|&p| {
+            EmptyElement::at(p)
+                + Polygon::new(outline.clone(), color.filled())
+                + PathElement::new(
+                    outline
+                        .iter()
+                        .chain(outline.first())
+                        .copied()
+                        .collect::<Vec<_>>(),
+                    WHITE.stroke_width(1),
+                )
+        }))
+        .map_err(plot_err)?;
+    Ok(())
+}
+
+/// The legend glyph closure of a series: a line with the series' marker.
+macro_rules! glyph {
+    ($color:expr, $shape:expr) => {{
+        let (color, shape): (RGBColor, usize) = ($color, $shape);
+        move |(x, y): (i32, i32)| {
+            EmptyElement::at((x, y))
+                + PathElement::new(vec![(0, 0), (24, 0)], color.stroke_width(3))
+                + Polygon::new(
+                    $crate::variance::marker_outline(shape, 5, (12, 0)),
+                    color.filled(),
+                )
+        }
+    }};
+}
+pub(crate) use glyph;
+
+/// A log-axis range covering `values` and 1, with the top fraction `legend` of the axis left
+/// free for the legend.
+fn log_range(values: impl Iterator<Item = f64>, floor: f64, legend: f64) -> (f64, f64) {
+    let (mut lo, mut hi) = (1.0_f64, 1.0_f64);
+    for v in values.filter(|v| v.is_finite() && *v > 0.0) {
+        lo = lo.min(v.max(floor));
+        hi = hi.max(v);
+    }
+    let (lo, hi) = ((lo / 1.6).ln(), (hi * 1.6).ln());
+    let top = lo + (hi - lo) / (1.0 - legend.clamp(0.0, 0.8));
+    (lo.exp(), top.exp())
+}
+
+/// The fraction of a plot's height a legend of `entries` lines needs.
+fn legend_fraction(entries: usize, plot_height: f64) -> f64 {
+    (entries as f64 * 21.0 + 30.0) / plot_height
+}
+
+/// Tick labels of d: integers without decimals.
+fn int_tick(v: &f64) -> String {
+    if (v - v.round()).abs() < 1e-9 {
+        format!("{:.0}", v.round())
+    } else {
+        format!("{v:.1}")
+    }
+}
+
+/// Tick labels of a linear axis around 0 (no "-0.0").
+fn signed_tick(v: &f64) -> String {
+    let s = format!("{v:.2}");
+    if s == "-0.00" {
+        "0.00".into()
+    } else {
+        s
+    }
+}
+
+fn log_tick(v: &f64) -> String {
+    let v = *v;
+    if v >= 1.0 && (v - v.round()).abs() < 1e-9 {
+        format!("{v:.0}")
+    } else if v >= 0.1 {
+        format!("{v:.1}")
+    } else {
+        let s = format!("{v:.4}");
+        s.trim_end_matches('0').to_string()
+    }
+}
+
+struct Series {
+    label: String,
+    color: RGBColor,
+    shape: usize,
+    /// Line width and marker radius: series that may coincide (SVGD and ASVGD converge to the
+    /// same particles) get different sizes so that both stay visible.
+    width: u32,
+    size: i32,
+    points: Vec<(f64, f64)>,
+}
+
+fn series_size(series: &str) -> (u32, i32) {
+    match series {
+        "SMI-1" => (4, 6),
+        "SVGD-20" => (7, 8),
+        "ASVGD-20" => (2, 5),
+        _ => (3, 6),
+    }
+}
+
+/// One panel: `series` vs d on a log y axis, with a dashed reference line at `reference`.
+#[allow(clippy::too_many_arguments)]
+fn log_panel<DB: DrawingBackend>(
+    area: &DrawingArea<DB, plotters::coord::Shift>,
+    title: &str,
+    x_desc: &str,
+    y_desc: &str,
+    x_range: (f64, f64),
+    series: &[Series],
+    reference: Option<(f64, &str)>,
+    floor: f64,
+    legend_pos: SeriesLabelPosition,
+) -> Result<()> {
+    let (lo, hi) = log_range(
+        series
+            .iter()
+            .flat_map(|s| s.points.iter().map(|p| p.1))
+            .chain(reference.map(|r| r.0)),
+        floor,
+        legend_fraction(series.len() + usize::from(reference.is_some()), 470.0),
+    );
+    let mut chart = ChartBuilder::on(area)
+        .caption(title, (FONT_FAMILY, 24))
+        .margin(18)
+        .x_label_area_size(50)
+        .y_label_area_size(70)
+        .build_cartesian_2d(x_range.0..x_range.1, (lo..hi).log_scale())
+        .map_err(plot_err)?;
+    chart
+        .configure_mesh()
+        .x_desc(x_desc)
+        .y_desc(y_desc)
+        .axis_desc_style((FONT_FAMILY, 18))
+        .label_style((FONT_FAMILY, 15))
+        .light_line_style(RGBColor(235, 235, 235))
+        .bold_line_style(RGBColor(205, 205, 205))
+        .y_labels(14)
+        .y_label_formatter(&log_tick)
+        .x_label_formatter(&int_tick)
+        .draw()
+        .map_err(plot_err)?;
+    if let Some((r, label)) = reference {
+        draw_reference(&mut chart, x_range, r, label)?;
+    }
+    draw_series_list(&mut chart, series, floor)?;
+    chart
+        .configure_series_labels()
+        .position(legend_pos)
+        .background_style(WHITE.mix(0.9))
+        .border_style(RGBColor(160, 160, 160))
+        .label_font((FONT_FAMILY, 16))
+        .margin(12)
+        .draw()
+        .map_err(plot_err)?;
+    Ok(())
+}
+
+fn draw_reference<'a, DB: DrawingBackend + 'a>(
+    chart: &mut ChartContext<'a, DB, Cartesian2d<RangedCoordf64, LogCoord<f64>>>,
+    x_range: (f64, f64),
+    r: f64,
+    label: &str,
+) -> Result<()> {
+    // Dashed horizontal line: short segments.
+    let n = 60;
+    let w = (x_range.1 - x_range.0) / n as f64;
+    chart
+        .draw_series((0..n).step_by(2).map(|i| {
+            let x0 = x_range.0 + i as f64 * w;
+            PathElement::new(vec![(x0, r), (x0 + w, r)], BLACK.mix(0.55).stroke_width(2))
+        }))
+        .map_err(plot_err)?
+        .label(label)
+        .legend(|(x, y)| {
+            PathElement::new(vec![(x, y), (x + 10, y)], BLACK.mix(0.55).stroke_width(2))
+        });
+    Ok(())
+}
+
+fn draw_series_list<'a, DB: DrawingBackend + 'a>(
+    chart: &mut ChartContext<'a, DB, Cartesian2d<RangedCoordf64, LogCoord<f64>>>,
+    series: &[Series],
+    floor: f64,
+) -> Result<()> {
+    for s in series {
+        let pts: Vec<(f64, f64)> = s
+            .points
+            .iter()
+            .filter(|p| p.1.is_finite())
+            .map(|&(x, y)| (x, y.max(floor)))
+            .collect();
+        let (color, shape) = (s.color, s.shape);
+        chart
+            .draw_series(LineSeries::new(pts.clone(), color.stroke_width(s.width)))
+            .map_err(plot_err)?
+            .label(s.label.clone())
+            .legend(glyph!(color, shape));
+        draw_markers(chart, &pts, shape, color, s.size)?;
+    }
+    Ok(())
+}
+
+/// Series of `metric` vs d at each series' main α.
+fn main_series(rows: &[Row], metric: fn(&Row) -> Option<f64>) -> Vec<Series> {
+    series_order(rows)
+        .into_iter()
+        .filter_map(|s| {
+            let a = main_alpha(rows, &s)?;
+            let points: Vec<(f64, f64)> = rows
+                .iter()
+                .filter(|r| r.series == s && r.alpha == a)
+                .filter_map(|r| Some((r.dim as f64, metric(r)?)))
+                .collect();
+            let label = if a == 1.0 {
+                s.clone()
+            } else {
+                format!("{s} (α = {})", fmt_alpha(a))
+            };
+            let (width, size) = series_size(&s);
+            Some(Series {
+                color: series_color(&s),
+                shape: series_marker(&s),
+                width,
+                size,
+                label,
+                points,
+            })
+        })
+        .filter(|s| !s.points.is_empty())
+        .collect()
+}
+
+fn x_range_of(rows: &[Row]) -> (f64, f64) {
+    let dims = dims_of(rows);
+    let max = dims.last().copied().unwrap_or(1) as f64;
+    let min = dims.first().copied().unwrap_or(1) as f64;
+    let pad = ((max - min) * 0.04).max(0.5);
+    ((min - pad).max(0.0), max + pad)
+}
+
+fn variance_figure(rows: &[Row], path: &Path) -> Result<()> {
+    init_font();
+    let root = BitMapBackend::new(path, (1500, 620)).into_drawing_area();
+    root.fill(&WHITE).map_err(plot_err)?;
+    let (left, right) = root.split_horizontally(760);
+    let x_range = x_range_of(rows);
+    log_panel(
+        &left,
+        "Variance collapse on N(0, I) in d dimensions",
+        "dimension d",
+        "dimension-averaged marginal variance",
+        x_range,
+        &main_series(rows, |r| r.mean_variance),
+        Some((1.0, "target variance 1")),
+        1e-4,
+        SeriesLabelPosition::UpperLeft,
+    )?;
+    // Right: SMI over α (SMI-20, else SMI-1), else the mean location.
+    let alpha_series = ["SMI-20", "SMI-1"]
+        .into_iter()
+        .find(|s| alphas_of(rows.iter().filter(|r| r.series == *s)).len() > 1);
+    match alpha_series {
+        Some(s) => {
+            let alphas = alphas_of(rows.iter().filter(|r| r.series == s));
+            let n = alphas.len();
+            let series: Vec<Series> = alphas
+                .iter()
+                .enumerate()
+                .map(|(i, &a)| Series {
+                    label: format!("α = {}", fmt_alpha(a)),
+                    color: ramp(if n > 1 {
+                        i as f64 / (n - 1) as f64
+                    } else {
+                        0.0
+                    }),
+                    shape: i,
+                    width: 3,
+                    size: 6,
+                    points: rows
+                        .iter()
+                        .filter(|r| r.series == s && r.alpha == a)
+                        .filter_map(|r| Some((r.dim as f64, r.mean_variance?)))
+                        .collect(),
+                })
+                .collect();
+            log_panel(
+                &right,
+                &format!("{s} over the repulsion temperature α"),
+                "dimension d",
+                "dimension-averaged marginal variance",
+                x_range,
+                &series,
+                Some((1.0, "target variance 1")),
+                1e-4,
+                SeriesLabelPosition::UpperLeft,
+            )?;
+        }
+        None => location_panel(&right, rows, x_range)?,
+    }
+    root.present().map_err(plot_err)?;
+    Ok(())
+}
+
+/// Mean location vs d on a linear axis (target 0).
+fn location_panel<DB: DrawingBackend>(
+    area: &DrawingArea<DB, plotters::coord::Shift>,
+    rows: &[Row],
+    x_range: (f64, f64),
+) -> Result<()> {
+    let series = main_series(rows, |r| r.mean_location);
+    let m = series
+        .iter()
+        .flat_map(|s| s.points.iter().map(|p| p.1.abs()))
+        .filter(|v| v.is_finite())
+        .fold(0.05_f64, f64::max)
+        * 1.4;
+    // Room above the data for the legend.
+    let top = m + 2.0 * m * legend_fraction(series.len(), 470.0) / 0.7;
+    let mut chart = ChartBuilder::on(area)
+        .caption("Mean location (unbiased = 0)", (FONT_FAMILY, 24))
+        .margin(18)
+        .x_label_area_size(50)
+        .y_label_area_size(70)
+        .build_cartesian_2d(x_range.0..x_range.1, -m..top)
+        .map_err(plot_err)?;
+    chart
+        .configure_mesh()
+        .x_desc("dimension d")
+        .y_desc("mean over coordinates of mean μ")
+        .axis_desc_style((FONT_FAMILY, 18))
+        .label_style((FONT_FAMILY, 15))
+        .x_label_formatter(&int_tick)
+        .y_label_formatter(&signed_tick)
+        .light_line_style(RGBColor(235, 235, 235))
+        .bold_line_style(RGBColor(205, 205, 205))
+        .draw()
+        .map_err(plot_err)?;
+    chart
+        .draw_series(std::iter::once(PathElement::new(
+            vec![(x_range.0, 0.0), (x_range.1, 0.0)],
+            BLACK.mix(0.55).stroke_width(2),
+        )))
+        .map_err(plot_err)?;
+    for s in &series {
+        let (color, shape) = (s.color, s.shape);
+        chart
+            .draw_series(LineSeries::new(
+                s.points.clone(),
+                color.stroke_width(s.width),
+            ))
+            .map_err(plot_err)?
+            .label(s.label.clone())
+            .legend(glyph!(color, shape));
+        draw_markers(&mut chart, &s.points, shape, color, s.size)?;
+    }
+    chart
+        .configure_series_labels()
+        .position(SeriesLabelPosition::UpperLeft)
+        .background_style(WHITE.mix(0.9))
+        .border_style(RGBColor(160, 160, 160))
+        .label_font((FONT_FAMILY, 16))
+        .margin(12)
+        .draw()
+        .map_err(plot_err)?;
+    Ok(())
+}
+
+fn frobenius_figure(rows: &[Row], path: &Path) -> Result<()> {
+    init_font();
+    let root = BitMapBackend::new(path, (900, 620)).into_drawing_area();
+    root.fill(&WHITE).map_err(plot_err)?;
+    log_panel(
+        &root,
+        "Distance to the true variances: ‖diag(var) − I‖",
+        "dimension d",
+        "Frobenius distance (log scale; < 1e-4 drawn at 1e-4)",
+        x_range_of(rows),
+        &main_series(rows, |r| r.frobenius),
+        None,
+        1e-4,
+        SeriesLabelPosition::UpperLeft,
+    )?;
+    root.present().map_err(plot_err)?;
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn seeds_differ_per_setting_and_are_stable() {
+        let runs = plan(&[2, 8], &[0.1, 1.0]);
+        let seeds: Vec<u64> = runs.iter().map(|s| s.seed(10)).collect();
+        let mut uniq = seeds.clone();
+        uniq.sort();
+        uniq.dedup();
+        assert_eq!(uniq.len(), seeds.len());
+        assert_eq!(runs.len(), 2 * (2 * 2 + 2));
+        // Adding a dimension does not change the others' seeds.
+        let more = plan(&[2, 4, 8], &[0.1, 1.0]);
+        for s in &runs {
+            assert!(more.iter().any(|t| t == s && t.seed(10) == s.seed(10)));
+        }
+    }
+
+    #[test]
+    fn parsers_reject_bad_values() {
+        assert!(parse_dim("0").is_err());
+        assert!(parse_dim("x").is_err());
+        assert_eq!(parse_dim(" 4"), Ok(4));
+        assert!(parse_alpha("-1").is_err());
+        assert!(parse_alpha("nan").is_err());
+        assert_eq!(parse_alpha("0.1"), Ok(0.1));
+    }
+
+    #[test]
+    fn latest_record_wins() {
+        let mk = |v: f64| {
+            let Value::Object(m) = json!({"method": "smi", "particles": 1, "dim": 2,
+                "alpha": 1.0, "metrics": {"mean_variance": v}})
+            else {
+                unreachable!()
+            };
+            m
+        };
+        let rows = latest_rows(&[mk(0.5), mk(0.9)]);
+        assert_eq!(rows.len(), 1);
+        assert_eq!(rows[0].mean_variance, Some(0.9));
+    }
+}

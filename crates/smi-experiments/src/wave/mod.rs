@@ -1,0 +1,521 @@
+//! The 1-D wave experiment (spec §7.2): in-between uncertainty of SMI, SVGD, ASVGD, OVI, MAP
+//! and NUTS on a two-cluster regression problem.
+//!
+//! Records: `<out>/wave.jsonl` (one per method × size × repeat: LPPD per region, proper and the
+//! paper's SVGD artifact, and the mean 90 % HDI width of y_loc in and between the clusters) and
+//! `<out>/wave-bands.jsonl` (the HDI band on the 500-point grid of one repeat per method and
+//! size, for the figure). Report: `wave.md` and `wave-hdi.png`.
+//!
+//! HDI widths are averaged over the points of the visualisation grid (linspace(−2, 2, 500))
+//! that fall inside the training clusters ([−1.5, −0.5] ∪ [1.3, 1.7]) or strictly between
+//! them ((−0.5, 1.3)).
+
+pub mod common;
+pub mod recovery;
+
+use std::collections::BTreeMap;
+use std::path::{Path, PathBuf};
+
+use anyhow::{Context, Result};
+use plotters::prelude::*;
+use serde_json::{json, Map, Value};
+
+use self::common::{
+    default_nuts, default_steps, evaluate, fit, mean_std, repeat_seeds, FitSpec, Method, PhaseArg,
+    Problem, Region, Size, SizeArg, MASTER_SEED, PARTICLES, PREDICTIVE_DRAWS, SMI_ELBO_DRAWS,
+};
+use crate::plot::{init_font, FONT_FAMILY};
+use crate::records;
+use crate::tables::markdown;
+
+/// Records file of the metrics.
+const EXPERIMENT: &str = "wave";
+/// Records file of the bands.
+const BANDS: &str = "wave-bands";
+
+/// Options of `smi reproduce wave`.
+#[derive(clap::Args, Debug)]
+pub struct Args {
+    /// Network size: width 5 (low), 100 (moderate) or both [default: both; low with --quick].
+    #[arg(long, value_enum)]
+    pub size: Option<SizeArg>,
+    /// Repeats, seeded from the master seed [default: 10; 1 with --quick].
+    #[arg(long)]
+    pub repeats: Option<usize>,
+    /// Steps of every optimisation method [default: 15000 for SMI/SVGD/ASVGD, 50000 for
+    /// OVI/MAP; 300 with --quick].
+    #[arg(long)]
+    pub steps: Option<u64>,
+    /// Methods, comma-separated, out of smi, svgd, asvgd, ovi, map, nuts.
+    #[arg(
+        long,
+        value_delimiter = ',',
+        default_value = "smi,svgd,asvgd,ovi,map,nuts"
+    )]
+    pub methods: Vec<String>,
+    /// Phase of the sine: the code's (x + 1/3) or the paper's printed (x + 2/3).
+    #[arg(long, value_enum, default_value = "code")]
+    pub phase: PhaseArg,
+    /// Master seed of the repeats.
+    #[arg(long, default_value_t = MASTER_SEED)]
+    pub seed: u64,
+    /// Predictive draws of SMI and OVI [default: 5000; 200 with --quick].
+    #[arg(long)]
+    pub draws: Option<usize>,
+    /// NUTS warm-up iterations [default: 500 low, 200 moderate; 50 with --quick].
+    #[arg(long)]
+    pub nuts_warmup: Option<usize>,
+    /// NUTS draws [default: 500 low, 200 moderate; 50 with --quick].
+    #[arg(long)]
+    pub nuts_draws: Option<usize>,
+    /// Output folder for records, tables and figures.
+    #[arg(long, default_value = "results")]
+    pub out: PathBuf,
+    /// Tiny preset for a smoke test: 300 steps, 1 repeat, low size, 200 draws, short NUTS.
+    #[arg(long)]
+    pub quick: bool,
+}
+
+/// The resolved plan of a run.
+struct Plan {
+    sizes: Vec<Size>,
+    repeats: usize,
+    steps: Option<u64>,
+    methods: Vec<Method>,
+    draws: usize,
+    quick: bool,
+    nuts_warmup: Option<usize>,
+    nuts_draws: Option<usize>,
+}
+
+impl Plan {
+    fn of(a: &Args) -> Result<Plan> {
+        let methods = Method::parse_list(&a.methods)?;
+        let q = a.quick;
+        let plan = Plan {
+            sizes: a
+                .size
+                .unwrap_or(if q { SizeArg::Low } else { SizeArg::Both })
+                .sizes(),
+            repeats: a.repeats.unwrap_or(if q { 1 } else { 10 }),
+            steps: a.steps.or(if q { Some(300) } else { None }),
+            methods,
+            draws: a.draws.unwrap_or(if q { 200 } else { PREDICTIVE_DRAWS }),
+            quick: q,
+            nuts_warmup: a.nuts_warmup,
+            nuts_draws: a.nuts_draws,
+        };
+        anyhow::ensure!(plan.repeats > 0, "--repeats must be at least 1");
+        anyhow::ensure!(plan.draws > 0, "--draws must be at least 1");
+        anyhow::ensure!(plan.steps != Some(0), "--steps must be at least 1");
+        anyhow::ensure!(
+            plan.nuts_draws != Some(0),
+            "--nuts-draws must be at least 1"
+        );
+        Ok(plan)
+    }
+
+    /// NUTS settings for `size`: [`default_nuts`], 50 + 50 at depth 8 with --quick, then the
+    /// command-line overrides.
+    fn nuts(&self, size: Size) -> smi::NutsSettings {
+        let mut nuts = default_nuts(size);
+        if self.quick {
+            nuts.num_warmup = 50;
+            nuts.num_draws = 50;
+            nuts.max_depth = 8;
+        }
+        nuts.num_warmup = self.nuts_warmup.unwrap_or(nuts.num_warmup);
+        nuts.num_draws = self.nuts_draws.unwrap_or(nuts.num_draws);
+        nuts
+    }
+}
+
+/// The repeat whose bands are stored for the figure: index 4 as in the paper, else the first.
+fn band_repeat(repeats: usize) -> usize {
+    if repeats > 4 {
+        4
+    } else {
+        0
+    }
+}
+
+/// Runs the experiment.
+pub fn run(args: &Args) -> Result<()> {
+    let plan = Plan::of(args)?;
+    let out = &args.out;
+    std::fs::create_dir_all(out).with_context(|| format!("cannot create {}", out.display()))?;
+    let seeds = repeat_seeds(args.seed, plan.repeats);
+    let mut done: Vec<Map<String, Value>> = Vec::new();
+    for &size in &plan.sizes {
+        let problem = Problem::new(size, args.phase)?;
+        for (r, &seed) in seeds.iter().enumerate() {
+            for &method in &plan.methods {
+                let spec = FitSpec {
+                    method,
+                    steps: plan.steps.unwrap_or(default_steps(method)),
+                    particles: PARTICLES,
+                    elbo_draws: SMI_ELBO_DRAWS,
+                    draws: plan.draws,
+                    seed,
+                    nuts: plan.nuts(size),
+                };
+                let label = format!("{} {} #{r}", method.name(), size.name());
+                let fitted = fit(&problem, &spec, &label)
+                    .with_context(|| format!("{label}: fitting failed"))?;
+                let eval = evaluate(&problem, &fitted.draws)
+                    .with_context(|| format!("{label}: evaluation failed"))?;
+                let record = json!({
+                    "method": method.name(),
+                    "size": size.name(),
+                    "hidden": size.hidden(),
+                    "repeat": r,
+                    "seed": seed,
+                    "master_seed": args.seed,
+                    "steps": fitted.steps,
+                    "seconds": fitted.seconds,
+                    "eval_seconds": eval.seconds,
+                    "skipped_steps": fitted.skipped_steps,
+                    "quick": args.quick,
+                    "config": {
+                        "phase": args.phase.name(),
+                        "dim": smi::LogDensity::dim(&problem.model),
+                        "noise": 0.1,
+                        "prior_scale": 1.0,
+                        "learning_rate": self::common::LEARNING_RATE,
+                        "predictive_draws": plan.draws,
+                        "hdi_mass": self::common::HDI_MASS,
+                        "hdi_points": "visualisation grid linspace(-2, 2, 500): in = [-1.5,-0.5] ∪ [1.3,1.7], between = (-0.5, 1.3)",
+                        "engine": fitted.config,
+                    },
+                    "metrics": eval.metrics(method),
+                });
+                let Value::Object(record) = record else {
+                    unreachable!("json! of an object literal")
+                };
+                records::append(out, EXPERIMENT, record.clone())?;
+                if r == band_repeat(plan.repeats) {
+                    let band = json!({
+                        "method": method.name(),
+                        "size": size.name(),
+                        "repeat": r,
+                        "seed": seed,
+                        "phase": args.phase.name(),
+                        "x": eval.band.x,
+                        "lower": eval.band.lower,
+                        "upper": eval.band.upper,
+                        "mean": eval.band.mean,
+                    });
+                    let Value::Object(band) = band else {
+                        unreachable!("json! of an object literal")
+                    };
+                    records::append(out, BANDS, band)?;
+                }
+                eprintln!(
+                    "{label}: LPPD in {:.2} between {:.2} entire {:.2}; HDI width in {:.3} between {:.3}; {:.1} s",
+                    eval.lppd[&Region::In],
+                    eval.lppd[&Region::Between],
+                    eval.lppd[&Region::Entire],
+                    eval.hdi_width_in,
+                    eval.hdi_width_between,
+                    fitted.seconds
+                );
+                done.push(record);
+            }
+        }
+    }
+    println!("{}", summary_tables(&done, false));
+    report(out)?;
+    eprintln!(
+        "records in {}, table {}, figure {}",
+        records::path(out, EXPERIMENT).display(),
+        out.join("wave.md").display(),
+        out.join("wave-hdi.png").display()
+    );
+    Ok(())
+}
+
+/// Keeps the last record of every key (reruns into the same folder replace earlier results).
+fn latest<K: Ord>(
+    recs: Vec<Map<String, Value>>,
+    key: impl Fn(&Map<String, Value>) -> Option<K>,
+) -> Vec<Map<String, Value>> {
+    let mut by: BTreeMap<K, Map<String, Value>> = BTreeMap::new();
+    for r in recs {
+        if let Some(k) = key(&r) {
+            by.insert(k, r);
+        }
+    }
+    by.into_values().collect()
+}
+
+fn method_size(r: &Map<String, Value>) -> Option<(Size, Method)> {
+    Some((
+        Size::from_name(records::text(r, "size")?)?,
+        records::text(r, "method")?.parse::<Method>().ok()?,
+    ))
+}
+
+/// The paper's table per size: mean ± std over repeats of LPPD per region and HDI widths.
+fn summary_tables(recs: &[Map<String, Value>], paper: bool) -> String {
+    let mut groups: BTreeMap<(Size, Method), Vec<&Map<String, Value>>> = BTreeMap::new();
+    for r in recs {
+        if let Some(k) = method_size(r) {
+            groups.entry(k).or_default().push(r);
+        }
+    }
+    let suffix = if paper { "_paper" } else { "" };
+    let cell = |rs: &[&Map<String, Value>], key: &str, digits: usize| {
+        let v: Vec<f64> = rs.iter().filter_map(|r| records::num(r, key)).collect();
+        let (m, s) = mean_std(&v);
+        if v.is_empty() {
+            "–".to_string()
+        } else {
+            format!("{m:.digits$} ± {s:.digits$}")
+        }
+    };
+    let mut text = String::new();
+    for size in [Size::Low, Size::Moderate] {
+        let rows: Vec<Vec<String>> = Method::ALL
+            .iter()
+            .filter_map(|&m| groups.get(&(size, m)).map(|rs| (m, rs)))
+            .map(|(m, rs)| {
+                let steps: Vec<String> = rs
+                    .iter()
+                    .filter_map(|r| records::num(r, "steps"))
+                    .map(|v| format!("{v:.0}"))
+                    .fold(Vec::new(), |mut acc, v| {
+                        if !acc.contains(&v) {
+                            acc.push(v);
+                        }
+                        acc
+                    });
+                let mut row = vec![m.label().to_string(), rs.len().to_string(), steps.join("/")];
+                for r in Region::ALL {
+                    row.push(cell(rs, &format!("metrics.lppd_{}{suffix}", r.name()), 2));
+                }
+                if !paper {
+                    row.push(cell(rs, "metrics.hdi_width_in", 3));
+                    row.push(cell(rs, "metrics.hdi_width_between", 3));
+                }
+                row.push(cell(rs, "seconds", 1));
+                row
+            })
+            .collect();
+        if rows.is_empty() {
+            continue;
+        }
+        text.push_str(&format!(
+            "\n{} model (width {}{})\n\n",
+            if size == Size::Low { "Low" } else { "Moderate" },
+            size.hidden(),
+            if paper { ", paper's LPPD" } else { "" }
+        ));
+        let mut header = vec![
+            "Method",
+            "n",
+            "steps",
+            "LPPD In ↑",
+            "LPPD Between ↑",
+            "LPPD Entire ↑",
+        ];
+        if !paper {
+            header.extend(["HDI width In", "HDI width Between"]);
+        }
+        header.push("fit s");
+        text.push_str(&markdown(&header, &rows));
+    }
+    text
+}
+
+/// Rebuilds `wave.md` and `wave-hdi.png` from the records (nothing without records).
+pub fn report(out: &Path) -> Result<()> {
+    let recs = latest(records::read(out, EXPERIMENT)?, |r| {
+        let (s, m) = method_size(r)?;
+        Some((s, m, records::num(r, "repeat")? as u64))
+    });
+    if !recs.is_empty() {
+        let mut md = String::from("# 1-D wave: in-between uncertainty (spec §7.2)\n\n");
+        md.push_str(
+            "Mean ± std (ddof 0) over repeats. LPPD = Σ_i log((1/S) Σ_s p(y_i|x_i, θ_s)) over the \
+             region's test points (In 20, Between 60, Entire 120); S = 5 000 predictive draws for \
+             SMI and OVI, the m = 5 particles for SVGD/ASVGD, the single point for MAP, the \
+             posterior draws for NUTS. HDI width: mean width of the 90 % HDI of y_loc over the \
+             points of the visualisation grid linspace(−2, 2, 500) inside the clusters \
+             ([−1.5, −0.5] ∪ [1.3, 1.7]) and between them ((−0.5, 1.3)). `fit s`: seconds of \
+             the fit. `n`: repeats. `steps`: optimisation steps (NUTS: warm-up + draws; paper: \
+             15 000 for SMI/SVGD/ASVGD, 50 000 for OVI and MAP). NUTS: one chain, 500 + 500 \
+             at max tree depth 10 (low), 200 + 200 at depth 8 (moderate).\n",
+        );
+        md.push_str(&summary_tables(&recs, false));
+        md.push_str(
+            "\n## As the paper computes it\n\nThe paper's SVGD/ASVGD LPPD sums the particles' \
+             densities without the 1/m (spec §8), inflating it by n·ln m; other methods \
+             unchanged.\n",
+        );
+        md.push_str(&summary_tables(&recs, true));
+        md.push_str("\n![90 % HDI of y_loc](wave-hdi.png)\n");
+        let p = out.join("wave.md");
+        std::fs::write(&p, md).with_context(|| format!("cannot write {}", p.display()))?;
+    }
+    let bands = latest(records::read(out, BANDS)?, method_size);
+    if !bands.is_empty() {
+        figure(&bands, &out.join("wave-hdi.png"))?;
+    }
+    Ok(())
+}
+
+fn floats(r: &Map<String, Value>, key: &str) -> Vec<f64> {
+    r.get(key)
+        .and_then(Value::as_array)
+        .map(|a| a.iter().filter_map(Value::as_f64).collect())
+        .unwrap_or_default()
+}
+
+/// A grid of panels (rows: sizes, columns: methods) of 90 % HDI bands, data and true function.
+fn figure(bands: &[Map<String, Value>], path: &Path) -> Result<()> {
+    init_font();
+    let mut sizes: Vec<Size> = Vec::new();
+    let mut methods: Vec<Method> = Vec::new();
+    for b in bands {
+        if let Some((s, m)) = method_size(b) {
+            if !sizes.contains(&s) {
+                sizes.push(s);
+            }
+            if !methods.contains(&m) {
+                methods.push(m);
+            }
+        }
+    }
+    sizes.sort();
+    methods.sort();
+    let phase = PhaseArg::from_name(bands.first().and_then(|b| records::text(b, "phase")));
+    let problem = Problem::new(Size::Low, phase)?;
+    let train = &problem.data.train;
+    let truth: Vec<(f64, f64)> = problem
+        .data
+        .grid
+        .x
+        .iter()
+        .map(|&x| (x, smi_data::wave::wave_fn(x, phase.phase())))
+        .collect();
+    let (ymin, ymax) = truth
+        .iter()
+        .fold((f64::INFINITY, f64::NEG_INFINITY), |(a, b), &(_, y)| {
+            (a.min(y), b.max(y))
+        });
+    let (ylo, yhi) = (ymin - 3.0, ymax + 3.0);
+    let (cols, rows) = (methods.len(), sizes.len());
+    let (pw, ph) = (300u32, 280u32);
+    let root =
+        BitMapBackend::new(path, (pw * cols as u32, ph * rows as u32 + 40)).into_drawing_area();
+    let err = |e: &dyn std::fmt::Display| anyhow::anyhow!("drawing {}: {e}", path.display());
+    root.fill(&WHITE).map_err(|e| err(&e))?;
+    let (top, body) = root.split_vertically(40);
+    let title = if cols >= 3 {
+        "90 % HDI of y_loc (shaded), posterior mean (dark), truth (black), training data (dots)"
+    } else {
+        "90 % HDI of y_loc, mean, truth, data"
+    };
+    top.titled(title, (FONT_FAMILY, 18)).map_err(|e| err(&e))?;
+    let panels = body.split_evenly((rows, cols));
+    let band_color = RGBColor(31, 119, 180);
+    for (si, &size) in sizes.iter().enumerate() {
+        for (mi, &method) in methods.iter().enumerate() {
+            let area = &panels[si * cols + mi];
+            let Some(b) = bands
+                .iter()
+                .find(|b| method_size(b) == Some((size, method)))
+            else {
+                continue;
+            };
+            let (x, lo, up, mean) = (
+                floats(b, "x"),
+                floats(b, "lower"),
+                floats(b, "upper"),
+                floats(b, "mean"),
+            );
+            let title = format!(
+                "{} — {} (h = {})",
+                method.label(),
+                size.name(),
+                size.hidden()
+            );
+            let mut chart = ChartBuilder::on(area)
+                .caption(title, (FONT_FAMILY, 16))
+                .margin(6)
+                .x_label_area_size(24)
+                .y_label_area_size(32)
+                .build_cartesian_2d(-2.0f64..2.0f64, ylo..yhi)
+                .map_err(|e| err(&e))?;
+            chart
+                .configure_mesh()
+                .x_labels(5)
+                .y_labels(6)
+                .x_label_formatter(&|v| format!("{v:.0}"))
+                .y_label_formatter(&|v| format!("{v:.0}"))
+                .light_line_style(WHITE.mix(0.0))
+                .label_style((FONT_FAMILY, 12))
+                .draw()
+                .map_err(|e| err(&e))?;
+            // Shade the between-cluster gap lightly so the regions are visible.
+            let gap = problem.settings.between;
+            chart
+                .draw_series(std::iter::once(Rectangle::new(
+                    [(gap.0, ylo), (gap.1, yhi)],
+                    RGBColor(240, 240, 240).filled(),
+                )))
+                .map_err(|e| err(&e))?;
+            let clip = |v: f64| v.clamp(ylo, yhi);
+            let mut poly: Vec<(f64, f64)> =
+                x.iter().zip(&up).map(|(&a, &b)| (a, clip(b))).collect();
+            poly.extend(x.iter().zip(&lo).rev().map(|(&a, &b)| (a, clip(b))));
+            chart
+                .draw_series(std::iter::once(Polygon::new(poly, band_color.mix(0.35))))
+                .map_err(|e| err(&e))?;
+            for edge in [&lo, &up] {
+                chart
+                    .draw_series(LineSeries::new(
+                        x.iter().zip(edge.iter()).map(|(&a, &b)| (a, clip(b))),
+                        band_color.mix(0.8).stroke_width(1),
+                    ))
+                    .map_err(|e| err(&e))?;
+            }
+            chart
+                .draw_series(LineSeries::new(
+                    truth.iter().copied(),
+                    BLACK.stroke_width(1),
+                ))
+                .map_err(|e| err(&e))?;
+            chart
+                .draw_series(LineSeries::new(
+                    x.iter().zip(&mean).map(|(&a, &b)| (a, clip(b))),
+                    RGBColor(8, 48, 107).stroke_width(2),
+                ))
+                .map_err(|e| err(&e))?;
+            chart
+                .draw_series(
+                    train
+                        .x
+                        .iter()
+                        .zip(&train.y)
+                        .map(|(&a, &b)| Circle::new((a, b), 2, RGBColor(214, 39, 40).filled())),
+                )
+                .map_err(|e| err(&e))?;
+        }
+    }
+    root.present().map_err(|e| err(&e))?;
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn band_repeat_is_index_four_when_run() {
+        assert_eq!(band_repeat(10), 4);
+        assert_eq!(band_repeat(5), 4);
+        assert_eq!(band_repeat(4), 0);
+        assert_eq!(band_repeat(1), 0);
+    }
+}

@@ -1,0 +1,389 @@
+//! The recovery point (spec §7.2, §9.4): how many SVGD particles it takes to beat the LPPD of
+//! 5-particle SMI on the 1-D wave, per region.
+//!
+//! Per repeat: SMI is fitted once (m = 5, S = 100, Adam 1e-3, 15 000 steps); SVGD is fitted with
+//! m = 1, 2, 4, … (the cap itself last when it is not a power of two) until its LPPD exceeds
+//! SMI's in every region or the cap is reached. R (per region) is the first m that beats SMI;
+//! a region never beaten records R = cap with `capped: true` (shown as ">cap").
+//!
+//! By default both LPPDs are the proper Σ_i log((1/S) Σ_s p(y_i|θ_s)); `--svgd-lppd paper`
+//! gives SVGD the paper's log-sum (no 1/m, spec §8), which inflates it by n·ln m.
+//! Records: `<out>/recovery.jsonl`, one per size × region × repeat. Report: `recovery.md`.
+
+use std::collections::BTreeMap;
+use std::path::{Path, PathBuf};
+
+use anyhow::{Context, Result};
+use serde_json::{json, Map, Value};
+
+use super::common::{
+    default_nuts, evaluate, fit, repeat_seeds, FitSpec, Method, PhaseArg, Problem, Region, Size,
+    SizeArg, MASTER_SEED, PARTICLES, PREDICTIVE_DRAWS, SMI_ELBO_DRAWS, STEIN_STEPS,
+};
+use crate::records;
+use crate::tables::markdown;
+
+const EXPERIMENT: &str = "recovery";
+
+/// Which LPPD SVGD is scored with.
+#[derive(clap::ValueEnum, Clone, Copy, Debug, PartialEq, Eq)]
+pub enum SvgdLppd {
+    /// Σ log((1/m) Σ_j p): the mixture of the particles.
+    Proper,
+    /// Σ log Σ_j p: the paper's artifact (no 1/m).
+    Paper,
+}
+
+impl SvgdLppd {
+    fn name(self) -> &'static str {
+        match self {
+            SvgdLppd::Proper => "proper",
+            SvgdLppd::Paper => "paper",
+        }
+    }
+}
+
+/// Options of `smi reproduce recovery`.
+#[derive(clap::Args, Debug)]
+pub struct Args {
+    /// Network size: width 5 (low), 100 (moderate) or both [default: both; low with --quick].
+    #[arg(long, value_enum)]
+    pub size: Option<SizeArg>,
+    /// Largest SVGD particle count tried [default: 256; 8 with --quick].
+    #[arg(long)]
+    pub max_particles: Option<usize>,
+    /// Repeats, seeded from the master seed [default: 10; 1 with --quick].
+    #[arg(long)]
+    pub repeats: Option<usize>,
+    /// Steps of SMI and of every SVGD run [default: 15000; 300 with --quick].
+    #[arg(long)]
+    pub steps: Option<u64>,
+    /// LPPD used for SVGD: proper (with 1/m) or the paper's artifact (without).
+    #[arg(long, value_enum, default_value = "proper")]
+    pub svgd_lppd: SvgdLppd,
+    /// Phase of the sine: the code's (x + 1/3) or the paper's printed (x + 2/3).
+    #[arg(long, value_enum, default_value = "code")]
+    pub phase: PhaseArg,
+    /// Master seed of the repeats.
+    #[arg(long, default_value_t = MASTER_SEED)]
+    pub seed: u64,
+    /// Predictive draws of SMI [default: 5000; 200 with --quick].
+    #[arg(long)]
+    pub draws: Option<usize>,
+    /// Output folder for records, tables and figures.
+    #[arg(long, default_value = "results")]
+    pub out: PathBuf,
+    /// Tiny preset for a smoke test: 300 steps, 1 repeat, low size, cap 8, 200 draws.
+    #[arg(long)]
+    pub quick: bool,
+}
+
+/// The particle counts tried: 1, 2, 4, … ≤ cap, then the cap itself if it is not a power of two.
+fn particle_counts(cap: usize) -> Vec<usize> {
+    let mut v = Vec::new();
+    let mut m = 1;
+    while m <= cap {
+        v.push(m);
+        m *= 2;
+    }
+    if v.last() != Some(&cap) {
+        v.push(cap);
+    }
+    v
+}
+
+/// Runs the experiment.
+pub fn run(args: &Args) -> Result<()> {
+    let q = args.quick;
+    let sizes = args
+        .size
+        .unwrap_or(if q { SizeArg::Low } else { SizeArg::Both })
+        .sizes();
+    let cap = args.max_particles.unwrap_or(if q { 8 } else { 256 });
+    let repeats = args.repeats.unwrap_or(if q { 1 } else { 10 });
+    let steps = args.steps.unwrap_or(if q { 300 } else { STEIN_STEPS });
+    let draws = args.draws.unwrap_or(if q { 200 } else { PREDICTIVE_DRAWS });
+    anyhow::ensure!(cap >= 1, "--max-particles must be at least 1");
+    anyhow::ensure!(repeats >= 1, "--repeats must be at least 1");
+    anyhow::ensure!(steps >= 1, "--steps must be at least 1");
+    anyhow::ensure!(draws >= 1, "--draws must be at least 1");
+    let out = &args.out;
+    std::fs::create_dir_all(out).with_context(|| format!("cannot create {}", out.display()))?;
+    let seeds = repeat_seeds(args.seed, repeats);
+    let counts = particle_counts(cap);
+    let mut done = Vec::new();
+    for &size in &sizes {
+        let problem = Problem::new(size, args.phase)?;
+        for (r, &seed) in seeds.iter().enumerate() {
+            let spec = |method, particles| FitSpec {
+                method,
+                steps,
+                particles,
+                elbo_draws: SMI_ELBO_DRAWS,
+                draws,
+                seed,
+                nuts: default_nuts(size),
+            };
+            let label = format!("smi {} #{r}", size.name());
+            let smi_fit = fit(&problem, &spec(Method::Smi, PARTICLES), &label)
+                .with_context(|| format!("{label}: fitting failed"))?;
+            let smi_eval = evaluate(&problem, &smi_fit.draws)
+                .with_context(|| format!("{label}: evaluation failed"))?;
+            eprintln!(
+                "{label}: LPPD in {:.2} between {:.2} entire {:.2} ({:.1} s)",
+                smi_eval.lppd[&Region::In],
+                smi_eval.lppd[&Region::Between],
+                smi_eval.lppd[&Region::Entire],
+                smi_fit.seconds
+            );
+            let mut recovered: BTreeMap<Region, usize> = BTreeMap::new();
+            let mut trail: BTreeMap<Region, Map<String, Value>> = BTreeMap::new();
+            let mut svgd_seconds = Map::new();
+            let mut svgd_config = Value::Null;
+            for &m in &counts {
+                let label = format!("svgd m={m} {} #{r}", size.name());
+                let f = fit(&problem, &spec(Method::Svgd, m), &label)
+                    .with_context(|| format!("{label}: fitting failed"))?;
+                let e = evaluate(&problem, &f.draws)
+                    .with_context(|| format!("{label}: evaluation failed"))?;
+                svgd_seconds.insert(m.to_string(), json!(f.seconds));
+                svgd_config = f.config;
+                let mut line = Vec::new();
+                for region in Region::ALL {
+                    let v = match args.svgd_lppd {
+                        SvgdLppd::Proper => e.lppd[&region],
+                        SvgdLppd::Paper => e.lppd_log_sum[&region],
+                    };
+                    trail
+                        .entry(region)
+                        .or_default()
+                        .insert(m.to_string(), json!(v));
+                    if !recovered.contains_key(&region) && v > smi_eval.lppd[&region] {
+                        recovered.insert(region, m);
+                    }
+                    line.push(format!("{} {v:.2}", region.name()));
+                }
+                eprintln!("{label}: LPPD {} ({:.1} s)", line.join(", "), f.seconds);
+                if recovered.len() == Region::ALL.len() {
+                    break;
+                }
+            }
+            for region in Region::ALL {
+                let (point, capped) = match recovered.get(&region) {
+                    Some(&m) => (m, false),
+                    None => (cap, true),
+                };
+                let record = json!({
+                    "method": "svgd-vs-smi",
+                    "size": size.name(),
+                    "hidden": size.hidden(),
+                    "region": region.name(),
+                    "repeat": r,
+                    "seed": seed,
+                    "master_seed": args.seed,
+                    "recovery_point": point,
+                    "capped": capped,
+                    "max_particles": cap,
+                    "svgd_lppd": args.svgd_lppd.name(),
+                    "steps": steps,
+                    "seconds": smi_fit.seconds
+                        + svgd_seconds.values().filter_map(Value::as_f64).sum::<f64>(),
+                    "quick": q,
+                    "config": {
+                        "phase": args.phase.name(),
+                        "smi_particles": PARTICLES,
+                        "smi_elbo_draws": SMI_ELBO_DRAWS,
+                        "smi_predictive_draws": draws,
+                        "learning_rate": super::common::LEARNING_RATE,
+                        "smi": smi_fit.config,
+                        "svgd": svgd_config,
+                    },
+                    "metrics": {
+                        "lppd_smi": smi_eval.lppd[&region],
+                        "lppd_svgd": trail.get(&region).cloned().unwrap_or_default(),
+                        "smi_seconds": smi_fit.seconds,
+                        "svgd_seconds": svgd_seconds.clone(),
+                    },
+                });
+                let Value::Object(record) = record else {
+                    unreachable!("json! of an object literal")
+                };
+                records::append(out, EXPERIMENT, record.clone())?;
+                done.push(record);
+            }
+        }
+    }
+    println!("{}", median_table(&done));
+    report(out)?;
+    eprintln!(
+        "records in {}, table {}",
+        records::path(out, EXPERIMENT).display(),
+        out.join("recovery.md").display()
+    );
+    Ok(())
+}
+
+/// numpy-style median of recovery points; a capped point counts as +∞. `None` when the median
+/// involves a capped value.
+fn median(points: &[(usize, bool)]) -> Option<f64> {
+    let mut v: Vec<f64> = points
+        .iter()
+        .map(|&(p, c)| if c { f64::INFINITY } else { p as f64 })
+        .collect();
+    v.sort_by(f64::total_cmp);
+    let n = v.len();
+    if n == 0 {
+        return None;
+    }
+    let m = if n % 2 == 1 {
+        v[n / 2]
+    } else {
+        0.5 * (v[n / 2 - 1] + v[n / 2])
+    };
+    m.is_finite().then_some(m)
+}
+
+fn median_cell(points: &[(usize, bool)]) -> String {
+    let cap = points.iter().map(|p| p.0).max().unwrap_or(0);
+    match median(points) {
+        Some(m) if m.fract() == 0.0 => format!("{m:.0}"),
+        Some(m) => format!("{m:.1}"),
+        None => format!(">{cap}"),
+    }
+}
+
+/// The paper's table: median R over repeats per size (rows) and region (columns), one table
+/// per LPPD kind.
+fn median_table(recs: &[Map<String, Value>]) -> String {
+    type Key = (String, Size, Region);
+    let mut groups: BTreeMap<Key, Vec<(usize, bool)>> = BTreeMap::new();
+    let mut smi_s: BTreeMap<(String, Size), Vec<f64>> = BTreeMap::new();
+    for r in recs {
+        let (Some(size), Some(region), Some(point)) = (
+            records::text(r, "size").and_then(Size::from_name),
+            records::text(r, "region").and_then(Region::from_name),
+            records::num(r, "recovery_point"),
+        ) else {
+            continue;
+        };
+        let kind = records::text(r, "svgd_lppd")
+            .unwrap_or("proper")
+            .to_string();
+        let capped = records::get(r, "capped")
+            .and_then(Value::as_bool)
+            .unwrap_or(false);
+        groups
+            .entry((kind.clone(), size, region))
+            .or_default()
+            .push((point as usize, capped));
+        if region == Region::In {
+            if let Some(s) = records::num(r, "metrics.smi_seconds") {
+                smi_s.entry((kind, size)).or_default().push(s);
+            }
+        }
+    }
+    let mut kinds: Vec<String> = groups.keys().map(|k| k.0.clone()).collect();
+    kinds.dedup();
+    let mut text = String::new();
+    for kind in kinds {
+        let rows: Vec<Vec<String>> = [Size::Low, Size::Moderate]
+            .into_iter()
+            .filter(|&s| {
+                Region::ALL
+                    .iter()
+                    .any(|&r| groups.contains_key(&(kind.clone(), s, r)))
+            })
+            .map(|s| {
+                let mut row = vec![s.name().to_string()];
+                let mut n = 0;
+                for r in Region::ALL {
+                    let pts = groups
+                        .get(&(kind.clone(), s, r))
+                        .cloned()
+                        .unwrap_or_default();
+                    n = n.max(pts.len());
+                    row.push(if pts.is_empty() {
+                        "–".into()
+                    } else {
+                        median_cell(&pts)
+                    });
+                }
+                row.push(n.to_string());
+                let secs = smi_s.get(&(kind.clone(), s)).cloned().unwrap_or_default();
+                row.push(if secs.is_empty() {
+                    "–".into()
+                } else {
+                    format!("{:.1}", secs.iter().sum::<f64>() / secs.len() as f64)
+                });
+                row
+            })
+            .collect();
+        text.push_str(&format!(
+            "\nSVGD scored with the {} LPPD{}\n\n",
+            kind,
+            if kind == "paper" {
+                " (log-sum over particles, no 1/m: the paper's artifact)"
+            } else {
+                " (with 1/m)"
+            }
+        ));
+        text.push_str(&markdown(
+            &["model", "In", "Between", "Entire", "repeats", "SMI fit s"],
+            &rows,
+        ));
+    }
+    text
+}
+
+/// Rebuilds `recovery.md` from the records (nothing without records).
+pub fn report(out: &Path) -> Result<()> {
+    let mut latest: BTreeMap<(String, String, String, u64), Map<String, Value>> = BTreeMap::new();
+    for r in records::read(out, EXPERIMENT)? {
+        let key = (
+            records::text(&r, "svgd_lppd")
+                .unwrap_or("proper")
+                .to_string(),
+            records::text(&r, "size").unwrap_or_default().to_string(),
+            records::text(&r, "region").unwrap_or_default().to_string(),
+            records::num(&r, "repeat").unwrap_or(0.0) as u64,
+        );
+        latest.insert(key, r);
+    }
+    if latest.is_empty() {
+        return Ok(());
+    }
+    let recs: Vec<_> = latest.into_values().collect();
+    let mut md = String::from("# Recovery point (spec §7.2)\n\n");
+    md.push_str(
+        "R: the smallest SVGD particle count m ∈ {1, 2, 4, …} whose LPPD over the region beats \
+         5-particle SMI's (S = 100, Adam 1e-3, same steps and seed); median over repeats; \
+         \">cap\" when the median involves a repeat where no m up to the cap beat SMI. R > 5 \
+         favours SMI. The paper (median of 10, SVGD scored without 1/m): low 1 / 8 / 8, \
+         moderate 1 / >256 / >256 (In / Between / Entire).\n",
+    );
+    md.push_str(&median_table(&recs));
+    let p = out.join("recovery.md");
+    std::fs::write(&p, md).with_context(|| format!("cannot write {}", p.display()))?;
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn counts_double_up_to_the_cap() {
+        assert_eq!(particle_counts(1), vec![1]);
+        assert_eq!(particle_counts(8), vec![1, 2, 4, 8]);
+        assert_eq!(particle_counts(6), vec![1, 2, 4, 6]);
+    }
+
+    #[test]
+    fn median_treats_capped_as_infinite() {
+        assert_eq!(median(&[(1, false), (8, false), (8, false)]), Some(8.0));
+        assert_eq!(median(&[(4, false), (8, false)]), Some(6.0));
+        assert_eq!(median(&[(1, false), (256, true), (256, true)]), None);
+        assert_eq!(median_cell(&[(1, false), (256, true), (256, true)]), ">256");
+        assert_eq!(median_cell(&[(2, false), (4, false), (256, true)]), "4");
+    }
+}
