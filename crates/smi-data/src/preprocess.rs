@@ -1,4 +1,4 @@
-//! Standardisation with training statistics and the validation hold-out (spec §7.3).
+//! Standardisation with training statistics and the validation hold-out (docs/algorithms.md §7.3).
 
 use crate::error::{Error, Result};
 use crate::legacy_rng::LegacyRandomState;

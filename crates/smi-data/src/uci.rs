@@ -13,7 +13,7 @@ use crate::error::{Error, Result};
 use crate::preprocess::{prepare, train_test_split_indices, Prepared};
 use crate::text::{read_index_set, read_single_index, read_table, Table};
 
-/// One of the nine UCI regression benchmarks of the paper (spec §7.3).
+/// One of the nine UCI regression benchmarks of the paper (docs/algorithms.md §7.3).
 #[derive(
     Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord, serde::Serialize, serde::Deserialize,
 )]
@@ -142,7 +142,7 @@ pub enum SplitKind {
     /// The stored `index_train_k` / `index_test_k` files (20 splits; Protein 5).
     #[default]
     Standard,
-    /// The Gap10 splits computed from the data: one per input feature (spec §7.3).
+    /// The Gap10 splits computed from the data: one per input feature (docs/algorithms.md §7.3).
     Gap10,
 }
 

@@ -1,4 +1,4 @@
-//! The 1-D wave regression data of the in-between-uncertainty experiment (spec §7.2).
+//! The 1-D wave regression data of the in-between-uncertainty experiment (docs/algorithms.md §7.2).
 //!
 //! `f(x) = 1.5·sin(2πx + φ) + 3x + 1` with the code's phase `φ = 2π/3` (i.e. `sin(2π(x + 1/3))`,
 //! [`WavePhase::Code`], the default) or the paper's printed `sin(2π(x + 2/3))`

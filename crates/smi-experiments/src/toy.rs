@@ -2,7 +2,7 @@
 //! SVGD approximations of the 2-D standard Gaussian, with the Stein forces at convergence and
 //! the parts of SMI's mixture variance.
 //!
-//! Settings: SMI as in spec §7.1 (init radius 2, Adagrad(0.05), S = 100, guide init scale 0.1);
+//! Settings: SMI as in docs/algorithms.md §7.1 (init radius 2, Adagrad(0.05), S = 100, guide init scale 0.1);
 //! SVGD with Adam(0.05) and init radius 2 (in two dimensions it converges without §7.1's wide
 //! init); RBF kernel, α = 1. The forces drawn are averages over 256 evaluations of
 //! [`SteinVi::force`] at the final particles: the attraction is φ with α = 0 on the same noise,
@@ -50,7 +50,7 @@ pub struct Args {
     pub quick: bool,
 }
 
-/// The figure's engine settings (spec §7.1): SMI with S = 100 and Adagrad(0.05), SVGD with
+/// The figure's engine settings (docs/algorithms.md §7.1): SMI with S = 100 and Adagrad(0.05), SVGD with
 /// Adam(0.05); both m = 2 from a uniform(2) init, α = 1.
 fn settings(method: Method, seed: u64) -> MethodSettings {
     let s = method.preset(0);

@@ -39,7 +39,7 @@ fn models(cr: &mut Criterion) {
     let c = &mut group;
     let mut rng = ChaCha8Rng::seed_from_u64(42);
 
-    // UCI (spec §7.3): Boston-sized data, 13 → 50 → 50 → 1 relu, per-draw batches of 100.
+    // UCI (docs/algorithms.md §7.3): Boston-sized data, 13 → 50 → 50 → 1 relu, per-draw batches of 100.
     let n = 455;
     let x = Matrix::from_fn(n, 13, |_, _| rng.random_range(-2.0..2.0));
     let y: Vec<f64> = (0..n).map(|_| rng.random_range(5.0..50.0)).collect();
@@ -66,7 +66,7 @@ fn models(cr: &mut Criterion) {
         &batch,
     );
 
-    // Wave (spec §7.2): 1 → 100 → 100 → 1 tanh, full batch of 40 points.
+    // Wave (docs/algorithms.md §7.2): 1 → 100 → 100 → 1 tanh, full batch of 40 points.
     let x = Matrix::from_fn(40, 1, |i, _| -1.5 + 3.2 * i as f64 / 40.0);
     let y: Vec<f64> = (0..40).map(|i| (x.get(i, 0) * 6.0).sin()).collect();
     let wave = BnnRegression::wave(x, y, 100).unwrap();
@@ -79,7 +79,7 @@ fn models(cr: &mut Criterion) {
         &Batch::full(),
     );
 
-    // MNIST (spec §7.4): 784 → 100 → 10 tanh, a shared batch of 128 rows.
+    // MNIST (docs/algorithms.md §7.4): 784 → 100 → 10 tanh, a shared batch of 128 rows.
     let n = 1024;
     let x = Matrix::from_fn(n, 784, |_, _| rng.random_range(0.0..1.0));
     let labels: Vec<usize> = (0..n).map(|_| rng.random_range(0..10)).collect();

@@ -1,4 +1,4 @@
-//! `BnnClassifier`: a Bayesian MLP with a softmax over C classes (the MNIST model, spec §7.4).
+//! `BnnClassifier`: a Bayesian MLP with a softmax over C classes (the MNIST model, docs/algorithms.md §7.4).
 //!
 //! logits = MLP(x; θ), every weight and bias ~ N(0, `prior_scale`²) (default 1), and
 //! y ~ Categorical(softmax(logits)).
@@ -125,7 +125,7 @@ impl BnnClassifier {
         })
     }
 
-    /// The MNIST model of spec §7.4: in → 100 (→ 100) → 10 tanh with in = `x.cols()` (784
+    /// The MNIST model of docs/algorithms.md §7.4: in → 100 (→ 100) → 10 tanh with in = `x.cols()` (784
     /// for flattened images scaled to [0, 1]) and `hidden_layers` hidden layers of 100 (1:
     /// 79 510 latents, 2: 89 610), N(0, 1) priors.
     ///

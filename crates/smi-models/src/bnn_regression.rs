@@ -1,8 +1,8 @@
 //! `BnnRegression`: a Bayesian MLP with a Gaussian likelihood (the wave and UCI models).
 //!
 //! y_loc = MLP(x; θ), every weight and bias ~ N(0, `prior_scale`²) (default 1), and
-//! y ~ N(y_loc, σ) with either a known σ (wave, σ = 0.1, spec §7.2) or a learned precision
-//! prec ~ Gamma(shape 1, rate 0.1), σ = 1/√prec, sampled as u = log prec (spec §7.3).
+//! y ~ N(y_loc, σ) with either a known σ (wave, σ = 0.1, docs/algorithms.md §7.2) or a learned precision
+//! prec ~ Gamma(shape 1, rate 0.1), σ = 1/√prec, sampled as u = log prec (docs/algorithms.md §7.3).
 
 use rand::RngCore;
 use rand_distr::{Distribution, Gamma, StandardNormal};
@@ -33,7 +33,7 @@ pub enum Noise {
 }
 
 impl Noise {
-    /// The UCI prior of spec §7.3: prec ~ Gamma(shape 1, rate 0.1).
+    /// The UCI prior of docs/algorithms.md §7.3: prec ~ Gamma(shape 1, rate 0.1).
     pub fn uci() -> Self {
         Noise::GammaPrecision {
             shape: 1.0,
@@ -192,7 +192,7 @@ impl BnnRegression {
         })
     }
 
-    /// The 1-D wave model of spec §7.2: 1 → h → h → 1 tanh (h = 5 "low" or 100 "high"),
+    /// The 1-D wave model of docs/algorithms.md §7.2: 1 → h → h → 1 tanh (h = 5 "low" or 100 "high"),
     /// N(0, 1) priors, known noise σ = 0.1. `x` must be N × 1.
     ///
     /// # Errors
@@ -202,7 +202,7 @@ impl BnnRegression {
         BnnRegression::new(mlp, x, y, Noise::Fixed(0.1))
     }
 
-    /// The UCI model of spec §7.3: in → 50 → 50 → 1 relu with in = `x.cols()`, N(0, 1)
+    /// The UCI model of docs/algorithms.md §7.3: in → 50 → 50 → 1 relu with in = `x.cols()`, N(0, 1)
     /// priors, prec ~ Gamma(1, 0.1) learned as u = log prec (d = 50·in + 2651 + 1).
     ///
     /// # Errors

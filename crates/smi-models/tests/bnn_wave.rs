@@ -12,7 +12,7 @@ fn wave(x: f64) -> f64 {
 
 #[test]
 fn smi_bnn_interpolates_the_wave_data() {
-    // 20 points in [−1.5, −0.5] and 20 in [1.3, 1.7] (spec §7.2), evenly spaced, with a fixed
+    // 20 points in [−1.5, −0.5] and 20 in [1.3, 1.7] (docs/algorithms.md §7.2), evenly spaced, with a fixed
     // pseudo-noise of sd ≈ 0.1. The noise alone gives an RMSE ≈ 0.1 around f; a fit that
     // interpolates must reach < 0.2 (the threshold), while the best straight line through
     // these points has RMSE ≈ 1.0, so the test cannot pass without learning the wave.

@@ -72,8 +72,9 @@ mod svi;
 pub mod testing;
 
 pub use engine::{
-    run, EarlyStopSettings, EarlyStopState, Engine, LossTrace, NoObserver, NonFinitePolicy,
-    Observer, Progress, RunResult, RunSettings, State, StepInfo, Termination, CHECKPOINT_FORMAT,
+    run, EarlyStopSettings, EarlyStopState, Engine, EpochEnd, Epochs, LossTrace, NoObserver,
+    NonFinitePolicy, Observer, Progress, RowSource, RunResult, RunSettings, State, StepInfo,
+    Termination, CHECKPOINT_FORMAT,
 };
 pub use error::{Error, Result};
 pub use guide::{GuideSettings, Init};

@@ -1,4 +1,4 @@
-//! What a fit leaves behind (spec §6): [`Posterior`], either a [`Mixture`] of the particles'
+//! What a fit leaves behind (docs/algorithms.md §6): [`Posterior`], either a [`Mixture`] of the particles'
 //! guides (SMI and OVI: Normal guides; SVGD, ASVGD and MAP: point masses, i.e. the particles) or
 //! a set of draws (NUTS), with predictive draws, means and variances for both.
 
@@ -70,7 +70,7 @@ impl Posterior {
         }
     }
 
-    /// Draws for prediction as the paper's evaluation takes them (spec §6, §7.3): `n` mixture
+    /// Draws for prediction as the paper's evaluation takes them (docs/algorithms.md §6, §7.3): `n` mixture
     /// draws for Normal guides (SMI, OVI), one draw per particle for point masses (SVGD, ASVGD,
     /// MAP), every stored draw for NUTS.
     ///
@@ -186,7 +186,7 @@ impl Mixture {
         Ok(MixtureDraws { theta, assignments })
     }
 
-    /// Draws for prediction as the paper's evaluation takes them (spec §6, §7): `n` mixture
+    /// Draws for prediction as the paper's evaluation takes them (docs/algorithms.md §6, §7): `n` mixture
     /// draws for a Normal guide, exactly one draw per particle (m draws) for a Delta guide.
     ///
     /// # Errors
@@ -200,7 +200,7 @@ impl Mixture {
 
     /// Per-coordinate variance of the approximation: the mixture variance
     /// mean_j σ_jc² + mean_j μ_jc² − (mean_j μ_jc)² for Normal, the ddof-0 variance of the
-    /// particles for Delta (spec §7.1).
+    /// particles for Delta (docs/algorithms.md §7.1).
     pub fn marginal_variance(&self) -> Vec<f64> {
         let loc = self.locations();
         let mut var = loc.col_variances();

@@ -1,4 +1,4 @@
-//! The SVI engine ([`Svi`]): mean-field VI (OVI, Normal guide) and MAP (Delta guide), spec §5.
+//! The SVI engine ([`Svi`]): mean-field VI (OVI, Normal guide) and MAP (Delta guide), docs/algorithms.md §5.
 //!
 //! OVI follows the full reparameterised ELBO gradient (Trace_ELBO: path derivative plus the
 //! guide's entropy gradient), not the sticking-the-landing estimator SMI uses; MAP ascends

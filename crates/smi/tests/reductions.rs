@@ -1,4 +1,4 @@
-//! Special cases of the Stein engine (spec §12.5): SMI with one particle reaches OVI's fixed
+//! Special cases of the Stein engine (docs/algorithms.md §12.5): SMI with one particle reaches OVI's fixed
 //! point, SVGD with one particle is MAP.
 
 use smi::testing::BayesLinReg;

@@ -3,7 +3,7 @@
 //!
 //! `fit` reads the CSV ([`csv_input`]), standardises the inputs (and regression targets) with
 //! the training statistics, fits one of the six methods with the UCI benchmark's engine code
-//! ([`smi_experiments::uci::fit`], spec §7.3 defaults), optionally reports validation metrics, and saves a
+//! ([`smi_experiments::uci::fit`], docs/algorithms.md §7.3 defaults), optionally reports validation metrics, and saves a
 //! versioned model file ([`model_file`]). `predict` ([`predict`]) writes per-row predictions;
 //! `inspect` ([`inspect`]) describes a model.
 
@@ -121,7 +121,7 @@ pub struct FitArgs {
 }
 
 const FIT_HELP: &str = "\
-Model (spec §7.3): in → hidden… → out network with N(0, 1) priors on all weights and biases. \
+Model (docs/algorithms.md §7.3): in → hidden… → out network with N(0, 1) priors on all weights and biases. \
 Regression: y ~ N(y_loc, 1/√prec), prec ~ Gamma(1, 0.1) learned (the UCI model), on \
 standardised inputs and targets. Classification: softmax over the target's classes (the \
 class map is saved with the model). Methods use the UCI benchmark's settings: Adam, \

@@ -1,6 +1,6 @@
-//! MNIST classification with 1- and 2-hidden-layer Bayesian neural networks (spec §7.4): SMI,
+//! MNIST classification with 1- and 2-hidden-layer Bayesian neural networks (docs/algorithms.md §7.4): SMI,
 //! SVGD, ASVGD, OVI and MAP trained on shuffled mini-batches for a number of epochs, evaluated
-//! on the test images with the paper's per-draw metrics (spec §8). Records go to
+//! on the test images with the paper's per-draw metrics (docs/algorithms.md §8). Records go to
 //! `<out>/mnist.jsonl`, the paper's Table 4 to `<out>/mnist.md`.
 //!
 //! Every (layer count, method) pair is a unit. A unit whose key (layers, method, config) already
@@ -16,7 +16,6 @@ use std::time::Instant;
 
 use anyhow::{anyhow, bail, Context, Result};
 use clap::ArgAction;
-use rand::seq::SliceRandom;
 use rand::SeedableRng;
 use rand_chacha::ChaCha8Rng;
 use serde_json::{json, Map, Value};
@@ -26,8 +25,8 @@ use smi::metrics::{
 };
 use smi::metrics::{not_worse_than_best, Better, MeanStd, PAPER_ALPHA};
 use smi::{
-    AttractionNorm, Engine, Init, LogDensity, Matrix, Method, MethodSettings, Mixture, NoObserver,
-    Observer, OptimizerSettings, Progress, Schedule, State,
+    AttractionNorm, Engine, EpochEnd, Epochs, Init, LogDensity, Matrix, Method, MethodSettings,
+    Mixture, Observer, OptimizerSettings, Progress, RowSource, RunSettings, Schedule, State,
 };
 use smi_data::Mnist;
 use smi_models::BnnClassifier;
@@ -39,7 +38,7 @@ use crate::uci::attraction_suffix;
 
 /// Name of the records file (`mnist.jsonl`) and of the report (`mnist.md`).
 pub const EXPERIMENT: &str = "mnist";
-/// Mini-batch size; the last incomplete batch of an epoch is dropped (spec §7.4).
+/// Mini-batch size; the last incomplete batch of an epoch is dropped (docs/algorithms.md §7.4).
 pub const BATCH_SIZE: usize = 128;
 /// Particles of SMI, SVGD and ASVGD.
 pub const PARTICLES: usize = 5;
@@ -111,7 +110,7 @@ pub struct Args {
     #[arg(long, default_value_t = PAPER_SEED)]
     pub seed: u64,
     /// SMI's attraction normalisation: `paper` (1/m, the paper's update; default) or `numpyro`
-    /// (no 1/m, as in NumPyro 0.16–0.22, which the paper's MNIST runs used; spec §2.8). Only a
+    /// (no 1/m, as in NumPyro 0.16–0.22, which the paper's MNIST runs used; docs/algorithms.md §2.8). Only a
     /// non-default value enters the training key.
     #[arg(long, default_value = "paper")]
     pub attraction: AttractionNorm,
@@ -126,7 +125,7 @@ pub struct Args {
 }
 
 const AFTER_HELP: &str = "\
-Model and methods (spec §7.4): 784 → 100 (→ 100) → 10 network with tanh hidden layers, N(0, 1) \
+Model and methods (docs/algorithms.md §7.4): 784 → 100 (→ 100) → 10 network with tanh hidden layers, N(0, 1) \
 priors on every weight and bias, categorical likelihood; pixels scaled to [0, 1]. Batches of 128 \
 images, the remainder dropped (468 steps per epoch), the likelihood scaled by N/128. Each epoch \
 the training images are reshuffled by this program's own seeded shuffle (ChaCha8 keyed by \
@@ -243,8 +242,7 @@ impl Plan {
 
     /// Steps per epoch on `n` training images.
     fn steps_per_epoch(&self, n: usize) -> u64 {
-        let full = (n / BATCH_SIZE) as u64;
-        self.max_steps_per_epoch.map_or(full, |m| m.min(full))
+        epochs(self, n).steps_per_epoch()
     }
 
     /// Everything that determines the training trajectory step by step (the checkpoint key):
@@ -353,14 +351,15 @@ fn parse_methods(s: &str) -> Result<Vec<Method>> {
     Ok(out)
 }
 
-/// The permutation of `0..n` used in epoch `epoch`: Fisher–Yates driven by ChaCha8 keyed by
-/// `seed`, stream `epoch + 1`.
-pub fn epoch_permutation(seed: u64, epoch: u64, n: usize) -> Vec<usize> {
-    let mut rng = ChaCha8Rng::seed_from_u64(seed);
-    rng.set_stream(epoch.wrapping_add(1));
-    let mut perm: Vec<usize> = (0..n).collect();
-    perm.shuffle(&mut rng);
-    perm
+/// The row source of training on `n` images: epochs of shuffled batches of [`BATCH_SIZE`]
+/// (ChaCha8 keyed by the seed, stream epoch + 1, Fisher–Yates; the remainder dropped).
+fn epochs(plan: &Plan, n: usize) -> Epochs {
+    Epochs {
+        num_rows: n,
+        batch_size: BATCH_SIZE,
+        max_steps_per_epoch: plan.max_steps_per_epoch,
+        seed: plan.seed,
+    }
 }
 
 /// Test images and labels.
@@ -596,11 +595,15 @@ fn checkpoint_paths(out: &Path, layers: usize, method: Method) -> (PathBuf, Path
 }
 
 /// Writes `value` to `path` atomically (temporary file, then rename).
-fn write_json_atomic(path: &Path, value: &Value) -> Result<()> {
+fn write_json_atomic(path: &Path, value: &Value) -> smi::Result<()> {
+    let io = |source| smi::Error::Io {
+        path: path.display().to_string(),
+        source,
+    };
     let tmp = path.with_extension("tmp");
-    let text = serde_json::to_vec_pretty(value)?;
-    std::fs::write(&tmp, text).with_context(|| format!("cannot write {}", tmp.display()))?;
-    std::fs::rename(&tmp, path).with_context(|| format!("cannot write {}", path.display()))
+    let text = serde_json::to_vec_pretty(value).map_err(|e| io(std::io::Error::other(e)))?;
+    std::fs::write(&tmp, text).map_err(io)?;
+    std::fs::rename(&tmp, path).map_err(io)
 }
 
 /// A resumable state with its accumulated training time, if the checkpoint fits this run.
@@ -663,6 +666,107 @@ fn try_resume(
     Ok(Some((state, secs, cpu)))
 }
 
+/// The per-epoch bookkeeping of a training run: a progress bar per epoch, the progress file
+/// beside each epoch's checkpoint, the epoch line, and the wall and CPU time.
+struct EpochLog<'a> {
+    plan: &'a Plan,
+    layers: usize,
+    method: Method,
+    key: &'a str,
+    label: String,
+    progress_path: PathBuf,
+    spe: u64,
+    bar: Option<Bar>,
+    /// Finite losses of the current epoch so far (sum, count) and its steps in this run.
+    running: (f64, u64),
+    steps: u64,
+    mark: Instant,
+    cpu_mark: Option<f64>,
+    train_seconds: f64,
+    cpu_seconds: Option<f64>,
+    final_loss: f64,
+}
+
+impl Observer for EpochLog<'_> {
+    fn on_start(&mut self, _total: u64) {
+        self.mark = Instant::now();
+        self.cpu_mark = process_cpu_seconds();
+    }
+
+    fn on_step(&mut self, p: &Progress) {
+        let epoch = (p.step - 1) / self.spe;
+        let pos = p.step - epoch * self.spe;
+        if self.steps == 0 && self.plan.progress {
+            let mut bar = Bar::new(
+                &format!(
+                    "{}L {} ep {}/{}",
+                    self.layers,
+                    self.method,
+                    epoch + 1,
+                    self.plan.epochs
+                ),
+                1,
+            );
+            bar.on_start(self.spe);
+            self.bar = Some(bar);
+        }
+        self.steps += 1;
+        if p.loss.is_finite() {
+            self.running.0 += p.loss;
+            self.running.1 += 1;
+        }
+        let mean = if self.running.1 > 0 {
+            self.running.0 / self.running.1 as f64
+        } else {
+            f64::NAN
+        };
+        if let Some(bar) = &mut self.bar {
+            bar.on_step(&Progress::new(pos, self.spe, mean, "fit"));
+        }
+    }
+
+    fn on_epoch_end(&mut self, end: &EpochEnd<'_>) -> smi::Result<()> {
+        if let Some(mut bar) = self.bar.take() {
+            bar.on_finish();
+        }
+        let secs = self.mark.elapsed().as_secs_f64();
+        self.train_seconds += secs;
+        let now = process_cpu_seconds();
+        let cpu = self.cpu_mark.zip(now).map(|(a, b)| b - a);
+        self.cpu_seconds = self.cpu_seconds.zip(cpu).map(|(a, b)| a + b);
+        self.final_loss = end.mean_loss;
+        write_json_atomic(
+            &self.progress_path,
+            &json!({
+                "train_key": self.key,
+                "epoch": end.epoch,
+                "position": 0,
+                "steps": end.state.step,
+                "steps_per_epoch": end.steps_per_epoch,
+                "train_seconds": self.train_seconds,
+                "cpu_seconds": self.cpu_seconds,
+                "epoch_loss": end.mean_loss,
+            }),
+        )?;
+        eprintln!(
+            "{}: epoch {}/{} mean loss {:.4}, {secs:.1} s ({:.3} s per step, {} CPU s)",
+            self.label,
+            end.epoch,
+            self.plan.epochs,
+            end.mean_loss,
+            secs / self.steps.max(1) as f64,
+            cpu.map_or("?".to_string(), |c| format!("{c:.1}"))
+        );
+        self.mark = Instant::now();
+        self.cpu_mark = now;
+        self.running = (0.0, 0);
+        self.steps = 0;
+        Ok(())
+    }
+}
+
+/// Trains `engine` for the plan's epochs with a checkpoint and a progress file after every
+/// epoch, resuming from them when they belong to this training configuration (`key`).
 fn train(
     plan: &Plan,
     engine: &dyn Engine,
@@ -671,7 +775,8 @@ fn train(
     n: usize,
     key: &str,
 ) -> Result<Trained> {
-    let spe = plan.steps_per_epoch(n);
+    let rows = epochs(plan, n);
+    let spe = rows.steps_per_epoch();
     let total = plan.epochs * spe;
     let label = format!("mnist {layers}-layer {method}");
     let (ckpt, progress_path) = checkpoint_paths(&plan.out, layers, method);
@@ -683,7 +788,7 @@ fn train(
     } else {
         None
     };
-    let (mut state, mut train_seconds, mut cpu_seconds) = match resumed {
+    let (state, train_seconds, cpu_seconds) = match resumed {
         Some((s, secs, cpu)) => {
             eprintln!(
                 "{label}: resuming from {} at epoch {} of {} (step {})",
@@ -700,87 +805,37 @@ fn train(
             Some(0.0),
         ),
     };
-    let mut final_loss = f64::NAN;
-    let start_epoch = state.step / spe;
-    for epoch in start_epoch..plan.epochs {
-        let perm = epoch_permutation(plan.seed, epoch, n);
-        let first = if epoch == start_epoch {
-            state.step % spe
-        } else {
-            0
-        };
-        let mut observer: Box<dyn Observer> = if plan.progress {
-            Box::new(Bar::new(
-                &format!("{layers}L {method} ep {}/{}", epoch + 1, plan.epochs),
-                1,
-            ))
-        } else {
-            Box::new(NoObserver)
-        };
-        observer.on_start(spe);
-        let t = Instant::now();
-        let cpu0 = process_cpu_seconds();
-        let (mut sum, mut count) = (0.0, 0u64);
-        for pos in first..spe {
-            let start = pos as usize * BATCH_SIZE;
-            let rows = &perm[start..start + BATCH_SIZE];
-            let info = engine
-                .step(&mut state, Some(rows))
-                .with_context(|| format!("step {} (epoch {})", state.step, epoch + 1))?;
-            if info.loss.is_finite() {
-                sum += info.loss;
-                count += 1;
-            }
-            let running = if count > 0 {
-                sum / count as f64
-            } else {
-                f64::NAN
-            };
-            observer.on_step(&Progress::new(pos + 1, spe, running, "fit"));
-        }
-        observer.on_finish();
-        let secs = t.elapsed().as_secs_f64();
-        train_seconds += secs;
-        let cpu = match (cpu0, process_cpu_seconds()) {
-            (Some(a), Some(b)) => Some(b - a),
-            _ => None,
-        };
-        cpu_seconds = cpu_seconds.zip(cpu).map(|(a, b)| a + b);
-        final_loss = if count > 0 {
-            sum / count as f64
-        } else {
-            f64::NAN
-        };
-        state
-            .save(&ckpt)
-            .with_context(|| format!("cannot save the checkpoint {}", ckpt.display()))?;
-        write_json_atomic(
-            &progress_path,
-            &json!({
-                "train_key": key,
-                "epoch": epoch + 1,
-                "position": 0,
-                "steps": state.step,
-                "steps_per_epoch": spe,
-                "train_seconds": train_seconds,
-                "cpu_seconds": cpu_seconds,
-                "epoch_loss": final_loss,
-            }),
-        )?;
-        eprintln!(
-            "{label}: epoch {}/{} mean loss {final_loss:.4}, {secs:.1} s ({:.3} s per step, \
-             {} CPU s)",
-            epoch + 1,
-            plan.epochs,
-            secs / (spe - first).max(1) as f64,
-            cpu.map_or("?".to_string(), |c| format!("{c:.1}"))
-        );
-    }
-    Ok(Trained {
-        state,
+    let mut log = EpochLog {
+        plan,
+        layers,
+        method,
+        key,
+        label,
+        progress_path,
+        spe,
+        bar: None,
+        running: (0.0, 0),
+        steps: 0,
+        mark: Instant::now(),
+        cpu_mark: None,
         train_seconds,
-        final_loss,
         cpu_seconds,
+        final_loss: f64::NAN,
+    };
+    let settings = RunSettings {
+        max_steps: total,
+        checkpoint: Some(ckpt.clone()),
+        checkpoint_every: spe,
+        rows: RowSource::Epochs(rows),
+        ..Default::default()
+    };
+    let result = smi::run(engine, state, &settings, &mut log)
+        .with_context(|| format!("training {} (checkpoint {})", log.label, ckpt.display()))?;
+    Ok(Trained {
+        state: result.state,
+        train_seconds: log.train_seconds,
+        final_loss: log.final_loss,
+        cpu_seconds: log.cpu_seconds,
     })
 }
 
@@ -1034,7 +1089,7 @@ pub fn report(out: &Path) -> Result<()> {
     }
     let layer_counts: BTreeSet<u64> = latest.keys().map(|(l, _)| *l).collect();
     let mut md = String::new();
-    md.push_str("# MNIST classification (spec §7.4; the paper's Table 4)\n\n");
+    md.push_str("# MNIST classification (docs/algorithms.md §7.4; the paper's Table 4)\n\n");
     md.push_str(
         "Mean ± std (ddof 0) over predictive draws (SVGD/ASVGD: the 5 particles; MAP: its one \
          point, evaluated once per draw so only the sampled-label metrics vary). Paper metrics: \
@@ -1134,17 +1189,6 @@ mod tests {
         assert!(parse_methods("nuts").is_err());
         assert_eq!(adagrad_lr(1), 0.7);
         assert_eq!(adagrad_lr(2), 0.8);
-    }
-
-    #[test]
-    fn shuffles_are_seeded_permutations() {
-        let a = epoch_permutation(142, 0, 1000);
-        let mut s = a.clone();
-        s.sort_unstable();
-        assert_eq!(s, (0..1000).collect::<Vec<_>>());
-        assert_eq!(a, epoch_permutation(142, 0, 1000));
-        assert_ne!(a, epoch_permutation(142, 1, 1000));
-        assert_ne!(a, epoch_permutation(143, 0, 1000));
     }
 
     #[test]

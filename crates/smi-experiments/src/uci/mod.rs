@@ -1,4 +1,4 @@
-//! UCI regression (spec §7.3): a 2×50 relu Bayesian network with a Gamma(1, 0.1) precision,
+//! UCI regression (docs/algorithms.md §7.3): a 2×50 relu Bayesian network with a Gamma(1, 0.1) precision,
 //! fitted by SMI, SVGD, ASVGD, OVI, MAP and NUTS on the standard and Gap10 splits of the nine
 //! UCI data sets. Records go to `<out>/uci.jsonl`, the paper's Table 3 and Table 6 to
 //! `<out>/uci.md`.
@@ -76,7 +76,7 @@ pub struct Args {
     #[arg(long, default_value_t = 0)]
     pub seed: u64,
     /// SMI's attraction normalisation: `paper` (1/m, the paper's update) or `numpyro` (no 1/m,
-    /// NumPyro 0.16–0.22; spec §2.8). Only a non-default value enters the config string.
+    /// NumPyro 0.16–0.22; docs/algorithms.md §2.8). Only a non-default value enters the config string.
     #[arg(long, default_value = "paper")]
     pub attraction: AttractionNorm,
     /// Units run at the same time (each also uses the rayon pool for its draws).
@@ -92,7 +92,7 @@ pub struct Args {
 }
 
 const AFTER_HELP: &str = "\
-Model and methods (spec §7.3): in → 50 → 50 → 1 relu network, N(0, 1) priors on weights and \
+Model and methods (docs/algorithms.md §7.3): in → 50 → 50 → 1 relu network, N(0, 1) priors on weights and \
 biases, precision ~ Gamma(1, 0.1) learned as u = log prec; Adam; every particle/guide starts \
 from Uniform(−0.1, 0.1); mini-batches of 100 rows (each ELBO draw its own subsample, N/100 \
 scaling). SMI: 5 Normal particles, S = 100; SVGD/ASVGD: 5 point particles; early stopping on \
@@ -116,7 +116,7 @@ seconds, lr, metrics.{rmse, nll (proper: RMSE of the predictive mean, mixture NL
 (over draws and points jointly), nll_paper (per-particle NLL for SVGD/ASVGD as in the paper's \
 code, = nll otherwise), seconds_per_step, steps}.";
 
-/// The paper's chosen learning rates (spec §9.4): exponents a of 5·10^−a in the order
+/// The paper's chosen learning rates (docs/algorithms.md §9.4): exponents a of 5·10^−a in the order
 /// ASVGD, MAP, OVI, SMI, SVGD.
 fn paper_lr_codes(dataset: UciDataset, kind: SplitKind) -> [i32; 5] {
     use UciDataset::*;
@@ -749,7 +749,7 @@ fn matrix(f: &smi_data::Features) -> Result<Matrix> {
     Matrix::from_vec(f.rows, f.cols, f.values.clone()).context("bad feature matrix")
 }
 
-/// Fits `method` on the training part of `prep` and evaluates on its test part (spec §7.3).
+/// Fits `method` on the training part of `prep` and evaluates on its test part (docs/algorithms.md §7.3).
 fn fit_and_evaluate(
     method: Method,
     lr: Option<f64>,
@@ -853,7 +853,7 @@ pub fn report(out: &Path) -> Result<()> {
         .collect();
 
     let mut md = String::new();
-    md.push_str("# UCI regression (spec §7.3; the paper's Table 3 and Table 6)\n\n");
+    md.push_str("# UCI regression (docs/algorithms.md §7.3; the paper's Table 3 and Table 6)\n\n");
     md.push_str(
         "Mean ± std (ddof 0) over splits. **Bold**: not worse than the best method \
          (one-sided Mann–Whitney U, p ≥ 0.05); _underscored_: not worse than the best \

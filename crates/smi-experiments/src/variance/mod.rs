@@ -1,4 +1,4 @@
-//! The variance-collapse experiment (spec §7.1): fit N(0, I_d) with SMI (1 and 20 particles,
+//! The variance-collapse experiment (docs/algorithms.md §7.1): fit N(0, I_d) with SMI (1 and 20 particles,
 //! Normal guide), SVGD and ASVGD (20 particles) and measure the dimension-averaged marginal
 //! variance, the diagonal "Frobenius distance" to I and the mean location.
 //!
@@ -117,7 +117,7 @@ impl Setting {
         h
     }
 
-    /// The paper's engine settings for this run (spec §7.1): SMI with S = 100, uniform(2)
+    /// The paper's engine settings for this run (docs/algorithms.md §7.1): SMI with S = 100, uniform(2)
     /// init and Adagrad(0.05); SVGD and ASVGD with uniform(20) init and Adam(0.05).
     fn settings(&self, steps: u64, seed: u64) -> MethodSettings {
         let s = self.method.preset(steps);

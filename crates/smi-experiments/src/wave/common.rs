@@ -1,4 +1,4 @@
-//! What the wave and recovery experiments share (spec §7.2): model sizes, methods, the wave
+//! What the wave and recovery experiments share (docs/algorithms.md §7.2): model sizes, methods, the wave
 //! problem, fitting one method, and the predictive evaluation (LPPD per region, 90 % HDI of
 //! y_loc on the visualisation grid).
 
@@ -17,7 +17,7 @@ use crate::progress::Bar;
 
 /// HDI mass of the paper's bands.
 pub const HDI_MASS: f64 = 0.9;
-/// Adam learning rate of every method (spec §7.2).
+/// Adam learning rate of every method (docs/algorithms.md §7.2).
 pub const LEARNING_RATE: f64 = 1e-3;
 /// Mixture components of SMI and particles of SVGD/ASVGD.
 pub const PARTICLES: usize = 5;
@@ -131,7 +131,7 @@ impl PhaseArg {
 pub use smi::Method;
 
 /// Whether the paper's evaluation takes one draw per particle (Delta guide in SteinVI), which is
-/// where its LPPD drops the 1/m (spec §8).
+/// where its LPPD drops the 1/m (docs/algorithms.md §8).
 pub fn has_lppd_artifact(method: Method) -> bool {
     matches!(method, Method::Svgd | Method::Asvgd)
 }
@@ -318,7 +318,7 @@ pub fn default_nuts(size: Size) -> NutsSettings {
     }
 }
 
-/// The method settings of `spec` (spec §7.2): the method's preset with Adam at
+/// The method settings of `spec` (docs/algorithms.md §7.2): the method's preset with Adam at
 /// [`LEARNING_RATE`], m = `spec.particles`, S = `spec.elbo_draws` for SMI, the prior-median
 /// init of AutoDelta for MAP (as the experiment code uses), and NUTS's own settings.
 pub fn method_settings(spec: &FitSpec) -> MethodSettings {

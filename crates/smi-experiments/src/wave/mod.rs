@@ -1,4 +1,4 @@
-//! The 1-D wave experiment (spec §7.2): in-between uncertainty of SMI, SVGD, ASVGD, OVI, MAP
+//! The 1-D wave experiment (docs/algorithms.md §7.2): in-between uncertainty of SMI, SVGD, ASVGD, OVI, MAP
 //! and NUTS on a two-cluster regression problem.
 //!
 //! Records: `<out>/wave.jsonl` (one per method × size × repeat: LPPD per region, proper and the
@@ -334,7 +334,8 @@ pub fn report(out: &Path) -> Result<()> {
         Some((s, m, records::num(r, "repeat")? as u64))
     });
     if !recs.is_empty() {
-        let mut md = String::from("# 1-D wave: in-between uncertainty (spec §7.2)\n\n");
+        let mut md =
+            String::from("# 1-D wave: in-between uncertainty (docs/algorithms.md §7.2)\n\n");
         md.push_str(
             "Mean ± std (ddof 0) over repeats. LPPD = Σ_i log((1/S) Σ_s p(y_i|x_i, θ_s)) over the \
              region's test points (In 20, Between 60, Entire 120); S = 5 000 predictive draws for \
@@ -349,7 +350,7 @@ pub fn report(out: &Path) -> Result<()> {
         md.push_str(&summary_tables(&recs, false));
         md.push_str(
             "\n## As the paper computes it\n\nThe paper's SVGD/ASVGD LPPD sums the particles' \
-             densities without the 1/m (spec §8), inflating it by n·ln m; other methods \
+             densities without the 1/m (docs/algorithms.md §8), inflating it by n·ln m; other methods \
              unchanged.\n",
         );
         md.push_str(&summary_tables(&recs, true));

@@ -1,4 +1,4 @@
-//! The recovery point (spec §7.2, §9.4): how many SVGD particles it takes to beat the LPPD of
+//! The recovery point (docs/algorithms.md §7.2, §9.4): how many SVGD particles it takes to beat the LPPD of
 //! 5-particle SMI on the 1-D wave, per region.
 //!
 //! Per repeat: SMI is fitted once (m = 5, S = 100, Adam 1e-3, 15 000 steps); SVGD is fitted with
@@ -7,7 +7,7 @@
 //! a region never beaten records R = cap with `capped: true` (shown as ">cap").
 //!
 //! By default both LPPDs are the proper Σ_i log((1/S) Σ_s p(y_i|θ_s)); `--svgd-lppd paper`
-//! gives SVGD the paper's log-sum (no 1/m, spec §8), which inflates it by n·ln m.
+//! gives SVGD the paper's log-sum (no 1/m, docs/algorithms.md §8), which inflates it by n·ln m.
 //! Records: `<out>/recovery.jsonl`, one per size × region × repeat. Report: `recovery.md`.
 
 use std::collections::BTreeMap;
@@ -353,7 +353,7 @@ pub fn report(out: &Path) -> Result<()> {
         return Ok(());
     }
     let recs: Vec<_> = latest.into_values().collect();
-    let mut md = String::from("# Recovery point (spec §7.2)\n\n");
+    let mut md = String::from("# Recovery point (docs/algorithms.md §7.2)\n\n");
     md.push_str(
         "R: the smallest SVGD particle count m ∈ {1, 2, 4, …} whose LPPD over the region beats \
          5-particle SMI's (S = 100, Adam 1e-3, same steps and seed); median over repeats; \

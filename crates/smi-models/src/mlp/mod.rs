@@ -3,7 +3,7 @@
 //! The network for draw k reads its weights straight from row k of θ (K×d, row-major) at fixed
 //! offsets given by [`Mlp::layout`]: `layer1.weight` `[in, h1]`, `layer1.bias` `[h1]`, …,
 //! `out.weight` `[h_last, out]`, `out.bias` `[out]`. Hidden layers apply the activation, the
-//! output layer is linear: `f(x) = act(…act(x·W1 + b1)…)·W_out + b_out` (spec §7.2–7.4).
+//! output layer is linear: `f(x) = act(…act(x·W1 + b1)…)·W_out + b_out` (docs/algorithms.md §7.2–7.4).
 //!
 //! Draws are split into contiguous chunks evaluated in parallel with rayon; each chunk takes
 //! its scratch buffers from a per-thread cache, the matrix products go through
@@ -36,9 +36,9 @@ pub(crate) const LN_SQRT_2PI: f64 = 0.918_938_533_204_672_8;
 /// The hidden-layer nonlinearity.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
 pub enum Activation {
-    /// tanh (the wave and MNIST networks, spec §7.2, §7.4).
+    /// tanh (the wave and MNIST networks, docs/algorithms.md §7.2, §7.4).
     Tanh,
-    /// max(0, x) (the UCI networks, spec §7.3).
+    /// max(0, x) (the UCI networks, docs/algorithms.md §7.3).
     Relu,
 }
 
@@ -635,7 +635,7 @@ mod tests {
         assert_eq!(l.get("out.bias").unwrap().range(), 51..53);
         assert_eq!(m.dim(), 53);
         assert_eq!(l.dim(), 53);
-        // the wave and MNIST latent counts of spec §7.2 / §7.4
+        // the wave and MNIST latent counts of docs/algorithms.md §7.2 / §7.4
         assert_eq!(Mlp::new(&[1, 5, 5, 1], Activation::Tanh).unwrap().dim(), 46);
         assert_eq!(
             Mlp::new(&[1, 100, 100, 1], Activation::Tanh).unwrap().dim(),

@@ -1,4 +1,4 @@
-//! The early-stopping rule of the paper's experiments (spec §7.3) on the Stein force norm.
+//! The early-stopping rule of the paper's experiments (docs/algorithms.md §7.3) on the Stein force norm.
 //!
 //! Two exponentially-decayed running means of the loss L_t, a fast one (window P = 35) and a
 //! slow one (10·P): a ← L_t/(τ+1) + τ/(τ+1)·decay·a with τ = min(t, window) and

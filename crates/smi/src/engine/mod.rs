@@ -7,8 +7,8 @@ mod runner;
 mod state;
 
 pub use early_stop::{EarlyStopSettings, EarlyStopState};
-pub use observe::{LossTrace, NoObserver, Observer, Progress};
-pub use runner::{run, RunResult, RunSettings, Termination};
+pub use observe::{EpochEnd, LossTrace, NoObserver, Observer, Progress};
+pub use runner::{run, Epochs, RowSource, RunResult, RunSettings, Termination};
 pub use state::{State, CHECKPOINT_FORMAT};
 
 use serde::{Deserialize, Serialize};
@@ -63,7 +63,7 @@ pub trait Engine: Sync {
     /// From the initialisation (e.g. a model that cannot sample its prior).
     fn init(&self) -> Result<State>;
 
-    /// One update. `rows`: `None` lets the engine draw its own mini-batches (spec §2.6);
+    /// One update. `rows`: `None` lets the engine draw its own mini-batches (docs/algorithms.md §2.6);
     /// `Some(rows)` evaluates every draw on these rows with scale N/|rows| (e.g. MNIST epochs).
     ///
     /// # Errors

@@ -1,5 +1,8 @@
 //! Observers: progress bars, loss traces and custom hooks called by every run loop.
 
+use crate::engine::state::State;
+use crate::error::Result;
+
 /// What a run loop reports after each step (or each draw, for NUTS).
 #[derive(Clone, Debug, PartialEq)]
 #[non_exhaustive]
@@ -34,6 +37,27 @@ pub trait Observer {
     fn on_step(&mut self, _progress: &Progress) {}
     /// After the last step.
     fn on_finish(&mut self) {}
+    /// After the last step of an epoch (only under [`crate::RowSource::Epochs`]), after that
+    /// step's checkpoint: a place to record progress beside the checkpoint.
+    ///
+    /// # Errors
+    /// Whatever the observer cannot do; it ends the run with that error.
+    fn on_epoch_end(&mut self, _end: &EpochEnd<'_>) -> Result<()> {
+        Ok(())
+    }
+}
+
+/// What [`Observer::on_epoch_end`] hears.
+#[derive(Clone, Copy, Debug)]
+pub struct EpochEnd<'a> {
+    /// Epochs finished so far (1 after the first).
+    pub epoch: u64,
+    /// Steps per epoch.
+    pub steps_per_epoch: u64,
+    /// Mean of the epoch's finite step losses (NaN if none), over the steps this run took.
+    pub mean_loss: f64,
+    /// The state after the epoch's last step.
+    pub state: &'a State,
 }
 
 /// An observer that ignores everything.

@@ -1,26 +1,93 @@
-//! The run loop: steps an [`Engine`] to a step budget, with observers, early stopping and
-//! periodic checkpoints.
+//! The run loop: steps an [`Engine`] to a step budget, with a row source (the engine's own
+//! mini-batches, or epochs of shuffled batches), observers, early stopping and periodic
+//! checkpoints.
 
 use std::path::PathBuf;
 use std::time::Instant;
 
+use rand::seq::SliceRandom;
+use rand::SeedableRng;
+use rand_chacha::ChaCha8Rng;
+
 use crate::engine::early_stop::EarlyStopSettings;
-use crate::engine::observe::{Observer, Progress};
+use crate::engine::observe::{EpochEnd, Observer, Progress};
 use crate::engine::state::State;
 use crate::engine::Engine;
-use crate::error::Result;
+use crate::error::{Error, Result};
+
+/// Where the data rows of each step come from.
+#[derive(Clone, Debug, PartialEq, Default)]
+pub enum RowSource {
+    /// The engine draws its own mini-batches (docs/algorithms.md §2.6), or uses the full data
+    /// (the default).
+    #[default]
+    Engine,
+    /// Epochs of shuffled batches, every draw of a step on the same rows.
+    Epochs(Epochs),
+}
+
+/// Epochs of shuffled mini-batches: epoch e visits [`Epochs::permutation`]`(e)` in batches of
+/// `batch_size` rows, the remainder dropped.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Epochs {
+    /// N, the rows to shuffle (the model's data rows).
+    pub num_rows: usize,
+    /// b, rows per step (1 ≤ b ≤ N).
+    pub batch_size: usize,
+    /// Cap on the steps of one epoch (`None`: ⌊N/b⌋).
+    pub max_steps_per_epoch: Option<u64>,
+    /// Seed of the shuffles.
+    pub seed: u64,
+}
+
+impl Epochs {
+    /// Steps per epoch: ⌊N/b⌋, capped by `max_steps_per_epoch`.
+    pub fn steps_per_epoch(&self) -> u64 {
+        let full = (self.num_rows / self.batch_size.max(1)) as u64;
+        self.max_steps_per_epoch.map_or(full, |m| m.min(full))
+    }
+
+    /// The order of the rows in epoch `epoch`: a Fisher–Yates shuffle of `0..N` driven by
+    /// ChaCha8 keyed by `seed`, stream `epoch + 1`.
+    pub fn permutation(&self, epoch: u64) -> Vec<usize> {
+        let mut rng = ChaCha8Rng::seed_from_u64(self.seed);
+        rng.set_stream(epoch.wrapping_add(1));
+        let mut perm: Vec<usize> = (0..self.num_rows).collect();
+        perm.shuffle(&mut rng);
+        perm
+    }
+
+    fn validate(&self) -> Result<()> {
+        if self.batch_size == 0 || self.batch_size > self.num_rows {
+            return Err(Error::invalid(
+                "batch_size",
+                format!(
+                    "epochs need 1 ≤ batch size ≤ {} rows, got {}",
+                    self.num_rows, self.batch_size
+                ),
+            ));
+        }
+        if self.max_steps_per_epoch == Some(0) {
+            return Err(Error::invalid("max_steps_per_epoch", "must be at least 1"));
+        }
+        Ok(())
+    }
+}
 
 /// How long to run and what to do along the way.
 #[derive(Clone, Debug, PartialEq, Default)]
 pub struct RunSettings {
     /// Run until `state.step == max_steps` (a resumed state continues to the same total).
     pub max_steps: u64,
-    /// Stop early by the rule of spec §7.3 on the step loss (`None`: never; the default).
+    /// Stop early by the rule of docs/algorithms.md §7.3 on the step loss (`None`: never; the default).
     pub early_stopping: Option<EarlyStopSettings>,
     /// Save the state to this file every `checkpoint_every` steps and at the end.
     pub checkpoint: Option<PathBuf>,
-    /// Steps between checkpoints (0: only at the end).
+    /// Steps between checkpoints (0: only at the end). With epochs, a multiple of the steps
+    /// per epoch saves at epoch ends, before [`Observer::on_epoch_end`].
     pub checkpoint_every: u64,
+    /// Where each step's rows come from (default: the engine's own).
+    pub rows: RowSource,
 }
 
 impl RunSettings {
@@ -72,13 +139,41 @@ pub fn run<E: Engine + ?Sized>(
     let start = Instant::now();
     let mut losses = Vec::new();
     let mut termination = Termination::MaxSteps;
+    let epochs = match &settings.rows {
+        RowSource::Engine => None,
+        RowSource::Epochs(e) => {
+            e.validate()?;
+            Some(e)
+        }
+    };
+    // The current epoch's number and row order, and its finite losses (sum, count).
+    let mut order: Option<(u64, Vec<usize>)> = None;
+    let (mut epoch_sum, mut epoch_count) = (0.0, 0u64);
+    let mut saved_at = None;
     observer.on_start(settings.max_steps);
     if state.early_stop.stopped && settings.early_stopping.is_some() {
         termination = Termination::EarlyStopped;
     }
     while termination == Termination::MaxSteps && state.step < settings.max_steps {
-        let info = engine.step(&mut state, None)?;
+        let info = match epochs {
+            None => engine.step(&mut state, None)?,
+            Some(e) => {
+                let spe = e.steps_per_epoch();
+                let epoch = state.step / spe;
+                if order.as_ref().is_none_or(|(n, _)| *n != epoch) {
+                    order = Some((epoch, e.permutation(epoch)));
+                }
+                let pos = (state.step % spe) as usize;
+                let perm = order.as_ref().map_or(&[][..], |(_, p)| p.as_slice());
+                let rows = &perm[pos * e.batch_size..(pos + 1) * e.batch_size];
+                engine.step(&mut state, Some(rows))?
+            }
+        };
         losses.push(info.loss);
+        if info.loss.is_finite() {
+            epoch_sum += info.loss;
+            epoch_count += 1;
+        }
         observer.on_step(&Progress::new(
             state.step,
             settings.max_steps,
@@ -93,11 +188,31 @@ pub fn run<E: Engine + ?Sized>(
         if let Some(path) = &settings.checkpoint {
             if settings.checkpoint_every > 0 && state.step % settings.checkpoint_every == 0 {
                 state.save(path)?;
+                saved_at = Some(state.step);
+            }
+        }
+        if let Some(e) = epochs {
+            let spe = e.steps_per_epoch();
+            if state.step % spe == 0 {
+                let mean_loss = if epoch_count > 0 {
+                    epoch_sum / epoch_count as f64
+                } else {
+                    f64::NAN
+                };
+                observer.on_epoch_end(&EpochEnd {
+                    epoch: state.step / spe,
+                    steps_per_epoch: spe,
+                    mean_loss,
+                    state: &state,
+                })?;
+                (epoch_sum, epoch_count) = (0.0, 0);
             }
         }
     }
     if let Some(path) = &settings.checkpoint {
-        state.save(path)?;
+        if saved_at != Some(state.step) {
+            state.save(path)?;
+        }
     }
     observer.on_finish();
     Ok(RunResult {
@@ -106,4 +221,113 @@ pub fn run<E: Engine + ?Sized>(
         termination,
         seconds: start.elapsed().as_secs_f64(),
     })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::method::Method;
+    use crate::testing::BayesLinReg;
+    use crate::{Matrix, NoObserver, OptimizerSettings};
+
+    fn epochs(seed: u64) -> Epochs {
+        Epochs {
+            num_rows: 1000,
+            batch_size: 7,
+            max_steps_per_epoch: None,
+            seed,
+        }
+    }
+
+    #[test]
+    fn epoch_permutations_are_seeded_shuffles() {
+        let a = epochs(142).permutation(0);
+        let mut s = a.clone();
+        s.sort_unstable();
+        assert_eq!(s, (0..1000).collect::<Vec<_>>());
+        assert_eq!(a, epochs(142).permutation(0));
+        assert_ne!(a, epochs(142).permutation(1));
+        assert_ne!(a, epochs(143).permutation(0));
+        assert_eq!(epochs(0).steps_per_epoch(), 142);
+        let capped = Epochs {
+            max_steps_per_epoch: Some(5),
+            ..epochs(0)
+        };
+        assert_eq!(capped.steps_per_epoch(), 5);
+    }
+
+    #[test]
+    fn epochs_feed_the_same_rows_as_a_hand_written_loop() {
+        let x = Matrix::from_fn(40, 2, |i, j| ((i * 7 + j * 3) % 11) as f64 / 5.0 - 1.0);
+        let y: Vec<f64> = (0..40).map(|i| (i % 5) as f64 / 2.0 - 1.0).collect();
+        let model = BayesLinReg::new(x, y, 0.5, 1.0).unwrap();
+        let engine = Method::Ovi
+            .preset(0)
+            .with_optimizer(OptimizerSettings::adam(0.01))
+            .build(&model)
+            .unwrap();
+        let rows = Epochs {
+            num_rows: 40,
+            batch_size: 8,
+            max_steps_per_epoch: Some(4),
+            seed: 9,
+        };
+        let settings = RunSettings {
+            max_steps: 10,
+            rows: RowSource::Epochs(rows.clone()),
+            ..Default::default()
+        };
+        struct Ends(Vec<u64>);
+        impl Observer for Ends {
+            fn on_epoch_end(&mut self, end: &EpochEnd<'_>) -> Result<()> {
+                self.0.push(end.epoch);
+                Ok(())
+            }
+        }
+        let mut ends = Ends(Vec::new());
+        let got = run(
+            engine.as_ref(),
+            engine.init().unwrap(),
+            &settings,
+            &mut ends,
+        )
+        .unwrap();
+        assert_eq!(ends.0, vec![1, 2]);
+        let mut state = engine.init().unwrap();
+        for step in 0..10u64 {
+            let (epoch, pos) = ((step / 4), (step % 4) as usize);
+            let perm = rows.permutation(epoch);
+            engine
+                .step(&mut state, Some(&perm[pos * 8..(pos + 1) * 8]))
+                .unwrap();
+        }
+        assert_eq!(got.state.particles, state.particles);
+        // A run resumed mid-epoch continues with the same rows.
+        let half = run(
+            engine.as_ref(),
+            engine.init().unwrap(),
+            &RunSettings {
+                max_steps: 6,
+                ..settings.clone()
+            },
+            &mut NoObserver,
+        )
+        .unwrap();
+        let rest = run(engine.as_ref(), half.state, &settings, &mut NoObserver).unwrap();
+        assert_eq!(rest.state.particles, state.particles);
+        let bad = RunSettings {
+            rows: RowSource::Epochs(Epochs {
+                batch_size: 41,
+                ..rows
+            }),
+            ..settings
+        };
+        assert!(run(
+            engine.as_ref(),
+            engine.init().unwrap(),
+            &bad,
+            &mut NoObserver
+        )
+        .is_err());
+    }
 }

@@ -1,4 +1,4 @@
-//! Guides q(θ|ψ): the family each particle ψ parameterises (spec §2.1, §2.5).
+//! Guides q(θ|ψ): the family each particle ψ parameterises (docs/algorithms.md §2.1, §2.5).
 //!
 //! Two families: the mean-field [`normal`] guide (AutoNormal: ψ = [loc | ρ], σ = softplus(ρ)) and
 //! the point-mass [`delta`] guide (AutoDelta: ψ = θ). Particles are stored unconstrained, one per
@@ -40,7 +40,7 @@ impl Default for GuideSettings {
     }
 }
 
-/// How the initial location of each particle is drawn (spec §2.5). Every particle draws its own.
+/// How the initial location of each particle is drawn (docs/algorithms.md §2.5). Every particle draws its own.
 #[derive(Clone, Copy, Debug, PartialEq, Serialize, Deserialize)]
 #[serde(tag = "kind", rename_all = "snake_case")]
 pub enum Init {
@@ -227,7 +227,7 @@ impl GuideSettings {
 
     /// For K draws θ (K×d): `logq[k] = log((1/m) Σ_j q(θ_k|ψ_j))` and
     /// `grad[k] = ∇_θ log q_mix(θ_k)`, all particles held constant (stop-gradient). f64 throughout.
-    /// For Delta the density is the constant −ln m with zero gradient (spec §4.1).
+    /// For Delta the density is the constant −ln m with zero gradient (docs/algorithms.md §4.1).
     pub fn mixture_log_density(
         &self,
         particles: &Matrix,

@@ -23,7 +23,7 @@ pub fn sample(psi: &[f64], eps: &[f64], theta: &mut [f64]) {
     }
 }
 
-/// log q_mix and ∇_θ log q_mix for K draws under m diagonal Gaussians (spec §2.2).
+/// log q_mix and ∇_θ log q_mix for K draws under m diagonal Gaussians (docs/algorithms.md §2.2).
 ///
 /// Uses the expanded square: with a_j = 1/σ_j², b_j = μ_j/σ_j²,
 /// log N(u; μ_j, σ_j) = −½ u²·a_j + u·b_j + c_j, c_j = −½ μ_j·b_j − Σ ln σ_j − d/2 ln 2π,

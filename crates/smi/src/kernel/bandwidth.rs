@@ -6,7 +6,7 @@ use crate::error::{Error, Result};
 use crate::linalg::{gemm, Op};
 use crate::matrix::Matrix;
 
-/// f(m) in the median bandwidth h = median(D)² · f(m) + eps (spec §3, NumPyro's
+/// f(m) in the median bandwidth h = median(D)² · f(m) + eps (docs/algorithms.md §3, NumPyro's
 /// `bandwidth_factor`).
 ///
 /// Serialised as `"inverse_log"`, `"inverse_log_plus_one"` or `{"constant": f}`.
@@ -97,7 +97,7 @@ pub fn bandwidth_from_squared_distances(sq: &Matrix, factor: BandwidthFactor) ->
     median * median * factor.value(m) + f64::EPSILON
 }
 
-/// The median bandwidth of particles X (m×p, spec §3): h = median(D)² · f(m) + eps.
+/// The median bandwidth of particles X (m×p, docs/algorithms.md §3): h = median(D)² · f(m) + eps.
 ///
 /// D is the full m×m Euclidean distance matrix, zero diagonal included, computed as
 /// sqrt(max(‖a‖² + ‖b‖² − 2aᵀb, 0)); eps = 2.2e-16; h = 1 when m = 1. h is a constant for

@@ -1,5 +1,5 @@
 //! The graphical kernel: block-diagonal matrix kernel with one local kernel per parameter block
-//! (spec §3).
+//! (docs/algorithms.md §3).
 
 use super::{check_particles, Gram, Kernel, RbfKernel, Weights};
 use crate::error::{Error, Result};

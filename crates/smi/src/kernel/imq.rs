@@ -1,4 +1,4 @@
-//! The inverse multi-quadratic kernel k(x, y) = (c² + ‖x − y‖²)^β (spec §3).
+//! The inverse multi-quadratic kernel k(x, y) = (c² + ‖x − y‖²)^β (docs/algorithms.md §3).
 
 use super::bandwidth::squared_distances;
 use super::rbf::vector_gram;

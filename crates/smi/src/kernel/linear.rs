@@ -1,4 +1,4 @@
-//! The linear kernel k(x, y) = xᵀy + 1 (spec §3).
+//! The linear kernel k(x, y) = xᵀy + 1 (docs/algorithms.md §3).
 
 use super::{check_particles, Gram, Kernel, Weights};
 use crate::error::Result;

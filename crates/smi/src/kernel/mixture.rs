@@ -1,4 +1,4 @@
-//! The mixture kernel k(x, y) = Σ_i w_i k_i(x, y) (spec §3).
+//! The mixture kernel k(x, y) = Σ_i w_i k_i(x, y) (docs/algorithms.md §3).
 
 use super::{Gram, Kernel, Weights};
 use crate::error::{Error, Result};

@@ -1,4 +1,4 @@
-//! Stein kernels k(x, y) on particles (spec §3), with closed-form gradients.
+//! Stein kernels k(x, y) on particles (docs/algorithms.md §3), with closed-form gradients.
 //!
 //! A kernel is built once per step from the current particles X (m×p) and returns a [`Gram`]:
 //! the kernel weights k(x_i, x_ℓ) and the repulsion Σ_i ∇_{x_i} k(x_i, x_ℓ) for every target ℓ.
@@ -38,7 +38,7 @@ pub use probability_product::ProbabilityProductKernel;
 pub use random_feature::RandomFeatureKernel;
 pub use rbf::RbfKernel;
 
-/// How a kernel value combines with a gradient (spec §3).
+/// How a kernel value combines with a gradient (docs/algorithms.md §3).
 #[derive(Clone, Debug, PartialEq)]
 pub enum Weights {
     /// `norm` mode (and matrix `norm_diag`): a scalar k(x_i, x_ℓ) per pair, stored m×m with
@@ -139,7 +139,7 @@ pub trait Kernel: Send + Sync + Debug {
     fn compute(&self, particles: &Matrix, layout: &Layout) -> Result<Gram>;
 }
 
-/// How the matrix mode of a kernel turns its value into a d×d matrix (spec §3).
+/// How the matrix mode of a kernel turns its value into a d×d matrix (docs/algorithms.md §3).
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Default, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
 pub enum MatrixMode {
@@ -150,7 +150,7 @@ pub enum MatrixMode {
     VectorDiag,
 }
 
-/// How a kernel value combines with a gradient v (spec §3).
+/// How a kernel value combines with a gradient v (docs/algorithms.md §3).
 ///
 /// Serialised as `"norm"`, `"vector"` or `{"matrix": "norm_diag" | "vector_diag"}`.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Default, Serialize, Deserialize)]
@@ -245,7 +245,7 @@ pub fn radial_repulsion(w: &Matrix, x: &Matrix) -> Matrix {
     out
 }
 
-/// Serialisable choice of a Stein kernel and its options (spec §3), stored in engine settings.
+/// Serialisable choice of a Stein kernel and its options (docs/algorithms.md §3), stored in engine settings.
 ///
 /// Tagged by `"kind"`, e.g. `{"kind": "rbf", "mode": "norm"}` or
 /// `{"kind": "imq", "c": 1.0, "beta": -0.5}`; omitted fields take their defaults. The default is

@@ -1,4 +1,4 @@
-//! The probability-product kernel between the Normal components of two particles (spec §3).
+//! The probability-product kernel between the Normal components of two particles (docs/algorithms.md §3).
 
 use rayon::prelude::*;
 

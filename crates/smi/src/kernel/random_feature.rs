@@ -1,5 +1,5 @@
 //! The random-feature kernel k(x, y) = Σ_l Σ_c φ_l(x)_c φ_l(y)_c with fixed seeded features
-//! (spec §3).
+//! (docs/algorithms.md §3).
 
 use std::f64::consts::TAU;
 

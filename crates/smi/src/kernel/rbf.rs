@@ -1,4 +1,4 @@
-//! The RBF kernel k(x, y) = exp(−‖x − y‖²/h) with the median bandwidth (spec §3).
+//! The RBF kernel k(x, y) = exp(−‖x − y‖²/h) with the median bandwidth (docs/algorithms.md §3).
 
 use rayon::prelude::*;
 

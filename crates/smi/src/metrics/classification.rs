@@ -1,4 +1,4 @@
-//! Classification metrics per posterior draw (spec §8, MNIST): NLL, sampled-label accuracy and
+//! Classification metrics per posterior draw (docs/algorithms.md §8, MNIST): NLL, sampled-label accuracy and
 //! confidence, Brier, the paper's ECE/MCE (with its empty-bin artifacts), argmax accuracy and
 //! the standard count-weighted ECE.
 
@@ -187,7 +187,7 @@ fn argmax(p: &[f64]) -> (usize, f64) {
     best
 }
 
-/// Per-draw NLL_s = `−(1/n) Σ_i ln p_{s,i}[y_i]` (spec §8). Returns S values (+∞ where a true
+/// Per-draw NLL_s = `−(1/n) Σ_i ln p_{s,i}[y_i]` (docs/algorithms.md §8). Returns S values (+∞ where a true
 /// label has probability 0).
 ///
 /// # Errors
@@ -215,7 +215,7 @@ pub struct SampledAccuracy {
     pub confidence: Vec<f64>,
 }
 
-/// The paper's accuracy and confidence (spec §8): a label ỹ_{s,i} ~ Cat(p_{s,i}) is **sampled**
+/// The paper's accuracy and confidence (docs/algorithms.md §8): a label ỹ_{s,i} ~ Cat(p_{s,i}) is **sampled**
 /// (not the argmax) for every draw and point, then Acc_s = (1/n) Σ_i 1[ỹ_{s,i} = y_i] and
 /// Conf_s = `(1/n) Σ_i p_{s,i}[ỹ_{s,i}]` with the same labels.
 ///
@@ -268,7 +268,7 @@ fn sample_categorical(p: &[f64], u: f64) -> usize {
     last_positive
 }
 
-/// Per-draw Brier_s = (1/n) Σ_i Σ_k (p_{s,i,k} − 1[k = y_i])² (spec §8). Returns S values.
+/// Per-draw Brier_s = (1/n) Σ_i Σ_k (p_{s,i,k} − 1[k = y_i])² (docs/algorithms.md §8). Returns S values.
 ///
 /// # Errors
 /// [`Error::Shape`] if `labels.len() != n`; [`Error::Data`] if a label is ≥ C.
@@ -366,7 +366,7 @@ fn histogram(conf: &[f64], bins: usize) -> Vec<usize> {
     counts
 }
 
-/// The paper's ECE/MCE of one draw, following spec §8 steps 1–6 exactly, artifacts included.
+/// The paper's ECE/MCE of one draw, following docs/algorithms.md §8 steps 1–6 exactly, artifacts included.
 ///
 /// `conf[i]` = max_k p_i (in [0, 1]), `correct[i]` = [argmax_k p_i = y_i]; `bins` is 100 in the
 /// paper ([`PAPER_BINS`]).
@@ -502,7 +502,7 @@ pub fn standard_calibration_per_draw(
         .collect()
 }
 
-/// Every classification metric as mean ± std (ddof 0) over the S draws (spec §8, MNIST).
+/// Every classification metric as mean ± std (ddof 0) over the S draws (docs/algorithms.md §8, MNIST).
 #[derive(Clone, Copy, Debug, PartialEq, Serialize, Deserialize)]
 pub struct ClassificationMetrics {
     /// [`nll_per_draw`].

@@ -1,5 +1,5 @@
-//! Evaluation metrics (spec §8): regression, classification, statistics, and the
-//! variance-collapse measures of spec §7.1.
+//! Evaluation metrics (docs/algorithms.md §8): regression, classification, statistics, and the
+//! variance-collapse measures of docs/algorithms.md §7.1.
 //!
 //! Every function validates its shapes and returns [`crate::Error`] instead of panicking.
 //! Where the paper's numbers depend on an artifact of its evaluation code (per-particle NLL for

@@ -1,4 +1,4 @@
-//! Regression metrics (spec §8): RMSE, NLL, LPPD (proper and the paper's artifacts), HDI and
+//! Regression metrics (docs/algorithms.md §8): RMSE, NLL, LPPD (proper and the paper's artifacts), HDI and
 //! central intervals.
 //!
 //! Shapes: S posterior/predictive draws (rows) × n test points (columns). `y_loc` is the
@@ -103,7 +103,7 @@ pub fn gaussian_log_lik(y_loc: &Matrix, noise_scale: &[f64], y: &[f64]) -> Resul
     Ok(out)
 }
 
-/// The paper's RMSE: sqrt(mean_{s,i} (y_i − ŷ_{s,i})²), over draws and points jointly (spec §8).
+/// The paper's RMSE: sqrt(mean_{s,i} (y_i − ŷ_{s,i})²), over draws and points jointly (docs/algorithms.md §8).
 ///
 /// This is **not** the RMSE of the posterior-mean prediction (see [`rmse_of_mean`]).
 ///
@@ -157,7 +157,7 @@ fn column_logsumexp(log_lik: &Matrix) -> Vec<f64> {
         .collect()
 }
 
-/// The proper mixture NLL: −(1/n) Σ_i [logsumexp_s ℓ_{s,i} − ln S] (spec §8), the per-point
+/// The proper mixture NLL: −(1/n) Σ_i [logsumexp_s ℓ_{s,i} − ln S] (docs/algorithms.md §8), the per-point
 /// negative log predictive density of the mixture of the S draws. ℓ is S×n.
 ///
 /// # Errors
@@ -168,7 +168,7 @@ pub fn mixture_nll(log_lik: &Matrix) -> Result<f64> {
 }
 
 /// The paper's SVGD/ASVGD NLL artifact: mean_{s,i}[−ℓ_{s,i}], the average per-draw
-/// (per-particle) NLL rather than the mixture predictive (spec §8). Always ≥ [`mixture_nll`]
+/// (per-particle) NLL rather than the mixture predictive (docs/algorithms.md §8). Always ≥ [`mixture_nll`]
 /// by Jensen's inequality.
 ///
 /// # Errors
@@ -199,7 +199,7 @@ fn region_sum(context: &str, per_point: &[f64], region: Option<&[usize]>) -> Res
     }
 }
 
-/// LPPD over a region: Σ_{i∈region} log((1/S) Σ_s p(y_i|θ_s)) (spec §8), from the S×n
+/// LPPD over a region: Σ_{i∈region} log((1/S) Σ_s p(y_i|θ_s)) (docs/algorithms.md §8), from the S×n
 /// log-likelihood matrix. `region` lists point (column) indices; `None` means all n points.
 ///
 /// # Errors
@@ -211,7 +211,7 @@ pub fn lppd(log_lik: &Matrix, region: Option<&[usize]>) -> Result<f64> {
 }
 
 /// The paper's SVGD LPPD artifact: Σ_{i∈region} log Σ_s p(y_i|θ_s), without the 1/S
-/// (a log-sum; spec §8). Equals [`lppd`] + |region|·ln S.
+/// (a log-sum; docs/algorithms.md §8). Equals [`lppd`] + |region|·ln S.
 ///
 /// # Errors
 /// As [`lppd`].
@@ -289,7 +289,7 @@ fn hdi_sorted(sorted: &[f64], mass: f64) -> Result<Interval> {
     })
 }
 
-/// Highest-density interval of a sample, exactly as spec §8 (NumPyro's `hpdi`):
+/// Highest-density interval of a sample, exactly as docs/algorithms.md §8 (NumPyro's `hpdi`):
 /// sort the S values, w = ⌊mass·S⌋, `widths_j = sorted[j + w] − sorted[j]` for j = 0..S−w,
 /// take the first j of minimum width; the interval is `[sorted[j], sorted[j + w]]`.
 /// The paper uses mass 0.9 on y_loc (not noisy y).

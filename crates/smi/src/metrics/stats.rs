@@ -4,7 +4,7 @@ use serde::{Deserialize, Serialize};
 
 use crate::error::{Error, Result};
 
-/// The significance level the paper uses to mark a method as worse than the best (spec §8).
+/// The significance level the paper uses to mark a method as worse than the best (docs/algorithms.md §8).
 pub const PAPER_ALPHA: f64 = 0.05;
 
 /// Largest sample size (of the smaller sample) for which `Auto` uses the exact distribution,
@@ -54,7 +54,7 @@ pub fn std(x: &[f64]) -> Result<f64> {
 }
 
 /// A mean ± standard deviation (ddof 0) pair, the aggregate reported in the paper's tables
-/// (over splits for UCI, over draws for MNIST; spec §8 "Aggregation").
+/// (over splits for UCI, over draws for MNIST; docs/algorithms.md §8 "Aggregation").
 #[derive(Clone, Copy, Debug, PartialEq, Serialize, Deserialize)]
 pub struct MeanStd {
     /// (1/n) Σ x_i.
@@ -314,7 +314,7 @@ pub enum Better {
     Higher,
 }
 
-/// Which methods are "not worse than the best" (spec §8 "Significance"), for bold/underline
+/// Which methods are "not worse than the best" (docs/algorithms.md §8 "Significance"), for bold/underline
 /// marks in tables.
 ///
 /// `samples[k]` holds method k's per-split (or per-draw) values. The best method is the one with

@@ -1,4 +1,4 @@
-//! Variance-collapse measures of the Gaussian experiment (spec §7.1): mixture and particle
+//! Variance-collapse measures of the Gaussian experiment (docs/algorithms.md §7.1): mixture and particle
 //! variances per dimension, mean location and the diagonal "Frobenius distance" to I.
 
 use serde::{Deserialize, Serialize};
@@ -21,7 +21,7 @@ fn check_particles(context: &str, m: &Matrix) -> Result<()> {
 }
 
 /// Per-dimension variance of an equally weighted Gaussian mixture (SMI with a Normal guide):
-/// var_c = mean_j σ²_jc + mean_j μ²_jc − (mean_j μ_jc)² (spec §7.1), the law of total variance
+/// var_c = mean_j σ²_jc + mean_j μ²_jc − (mean_j μ_jc)² (docs/algorithms.md §7.1), the law of total variance
 /// over the m components.
 ///
 /// `loc` and `scale` are m×d (one particle per row; `scale` holds standard deviations σ, not
@@ -59,7 +59,7 @@ pub fn mixture_variance(loc: &Matrix, scale: &Matrix) -> Result<Vec<f64>> {
     Ok(out)
 }
 
-/// Per-dimension variance (ddof 0) of point particles (SVGD/ASVGD; spec §7.1):
+/// Per-dimension variance (ddof 0) of point particles (SVGD/ASVGD; docs/algorithms.md §7.1):
 /// var_c = (1/m) Σ_j (x_jc − x̄_c)². `particles` is m×d; returns d values.
 ///
 /// # Errors
@@ -78,7 +78,7 @@ pub fn mean_location(loc: &Matrix) -> Result<Vec<f64>> {
     Ok(loc.col_means())
 }
 
-/// The experiment's "Frobenius distance" ‖diag(var) − I‖_F = sqrt(Σ_c (var_c − 1)²) (spec §7.1;
+/// The experiment's "Frobenius distance" ‖diag(var) − I‖_F = sqrt(Σ_c (var_c − 1)²) (docs/algorithms.md §7.1;
 /// diagonal only, §10 item 10).
 ///
 /// # Errors
@@ -97,7 +97,7 @@ pub fn frobenius_to_identity(variance: &[f64]) -> Result<f64> {
         .sqrt())
 }
 
-/// The plotted variance-collapse summary of one fitted posterior (spec §7.1).
+/// The plotted variance-collapse summary of one fitted posterior (docs/algorithms.md §7.1).
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 pub struct VarianceSummary {
     /// Per-dimension variance (d values).

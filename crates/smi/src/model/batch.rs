@@ -1,4 +1,4 @@
-//! Data batches for one model evaluation, and the seeded mini-batcher of spec §2.6.
+//! Data batches for one model evaluation, and the seeded mini-batcher of docs/algorithms.md §2.6.
 
 use rand::Rng;
 use serde::{Deserialize, Serialize};
@@ -13,7 +13,7 @@ pub enum Rows {
     /// The same rows for every draw (e.g. MNIST's externally shuffled batches).
     Shared(Vec<usize>),
     /// A separate mini-batch for each draw: draw k uses `rows[k*size..(k+1)*size]`
-    /// (NumPyro draws a fresh subsample for every ELBO draw, spec §2.6).
+    /// (NumPyro draws a fresh subsample for every ELBO draw, docs/algorithms.md §2.6).
     PerDraw {
         /// Mini-batch size b.
         size: usize,
@@ -31,7 +31,7 @@ pub struct Batch {
     /// Multiplies the log-likelihood terms: N/b for a mini-batch of b of N rows, 1 for full data.
     pub scale: f64,
     /// Add log|T′(u)| for constrained latents (default `true`). MAP and NumPyro-parity SVGD
-    /// target p(T(u)) without it (spec §4.1, §5).
+    /// target p(T(u)) without it (docs/algorithms.md §4.1, §5).
     pub jacobian: bool,
 }
 
@@ -123,7 +123,7 @@ impl Batcher {
         self.num_data == 0 || self.batch_size >= self.num_data
     }
 
-    /// One batch for `num_draws` draws, each with its own subsample (spec §2.6).
+    /// One batch for `num_draws` draws, each with its own subsample (docs/algorithms.md §2.6).
     pub fn draw<R: Rng + ?Sized>(&self, rng: &mut R, num_draws: usize) -> Batch {
         if self.is_full() {
             return Batch::full();

@@ -1,4 +1,4 @@
-//! NUTS, the reference sampler: nuts-rs's No-U-Turn sampler on a [`LogDensity`] (spec §5).
+//! NUTS, the reference sampler: nuts-rs's No-U-Turn sampler on a [`LogDensity`] (docs/algorithms.md §5).
 //!
 //! ```
 //! use smi::{FnDensity, NoObserver, Nuts, NutsSettings};
@@ -38,7 +38,7 @@ pub use diagnostics::{ess_bulk, ess_mean, split_rhat};
 /// How many uniform initial points are tried before giving up (NumPyro's `init_to_uniform`).
 const MAX_INIT_TRIES: usize = 100;
 
-/// Settings of a NUTS run (spec §5: NumPyro's defaults; §7.3 for the UCI preset).
+/// Settings of a NUTS run (docs/algorithms.md §5: NumPyro's defaults; §7.3 for the UCI preset).
 ///
 /// Mass matrix: diagonal, adapted during warm-up by nuts-rs's default schedule; step size: dual
 /// averaging to `target_accept`. Construct with struct update syntax:
@@ -79,7 +79,7 @@ impl Default for NutsSettings {
 }
 
 impl NutsSettings {
-    /// The UCI preset of spec §7.3: 500 warm-up, 3000 draws, one chain, full data.
+    /// The UCI preset of docs/algorithms.md §7.3: 500 warm-up, 3000 draws, one chain, full data.
     pub fn uci() -> Self {
         NutsSettings {
             num_draws: 3000,

@@ -1,4 +1,4 @@
-//! NumPyro's Adagrad with momentum (`jax.example_libraries.optimizers.adagrad`), spec §2.4.
+//! NumPyro's Adagrad with momentum (`jax.example_libraries.optimizers.adagrad`), docs/algorithms.md §2.4.
 
 use serde::{Deserialize, Serialize};
 

@@ -1,4 +1,4 @@
-//! Optimizers over explicit directions (spec §2.4), with JAX `example_libraries` semantics.
+//! Optimizers over explicit directions (docs/algorithms.md §2.4), with JAX `example_libraries` semantics.
 //!
 //! An optimizer receives the "gradient" of a minimiser: engines pass −φ (the negated Stein
 //! force) or −∇ELBO, so parameters move along φ. All state is serialisable for checkpoints.
@@ -63,7 +63,7 @@ pub enum OptimizerSettings {
         eps: f64,
     },
     /// NumPyro's Adagrad with momentum (0.9 by [`OptimizerSettings::adagrad`]): not textbook
-    /// Adagrad (spec §2.4). NumPyro recommends it for SteinVI.
+    /// Adagrad (docs/algorithms.md §2.4). NumPyro recommends it for SteinVI.
     Adagrad {
         /// Step size.
         lr: f64,

@@ -1,4 +1,4 @@
-//! Temperature schedules for the attraction: constant, and ASVGD's cyclical annealing (spec §4.2).
+//! Temperature schedules for the attraction: constant, and ASVGD's cyclical annealing (docs/algorithms.md §4.2).
 
 use serde::{Deserialize, Serialize};
 

@@ -1,4 +1,4 @@
-//! The attractive-force estimator of spec §2.2: per-particle gradients ĝ_i of the component
+//! The attractive-force estimator of docs/algorithms.md §2.2: per-particle gradients ĝ_i of the component
 //! ELBO with reparameterised draws and a stop-gradient mixture denominator.
 
 use rayon::prelude::*;
@@ -32,7 +32,7 @@ pub(crate) struct Scratch {
 /// mixture-ELBO estimate mean(τ·log p − log q_mix) over all draws.
 ///
 /// ĝ_i = (1/S) Σ_s (∂θ_s/∂ψ_i)ᵀ [τ ∇log p(θ_s) − ∇log q_mix(θ_s)], the mixture's parameters held
-/// constant; E[ĝ_i] = m·∇_{ψ_i} L (spec §2.2).
+/// constant; E[ĝ_i] = m·∇_{ψ_i} L (docs/algorithms.md §2.2).
 #[allow(clippy::too_many_arguments)]
 pub(crate) fn elbo_gradients<M: LogDensity + ?Sized>(
     model: &M,
@@ -158,7 +158,7 @@ mod tests {
     #[test]
     fn attraction_gradient_equals_finite_differences_under_common_random_numbers() {
         // ĝ_i is the exact derivative, for fixed ε, of the component ELBO with the mixture's
-        // parameters held constant (the stop-gradient of spec §2.2). Check every coordinate of
+        // parameters held constant (the stop-gradient of docs/algorithms.md §2.2). Check every coordinate of
         // every particle with central differences (h = 1e-5, error O(h²) ≈ 1e-10).
         let d = 2;
         let target = FnDensity::new(d, |x: &[f64], g: &mut [f64]| {
@@ -225,7 +225,7 @@ mod tests {
 
     #[test]
     fn attraction_is_unbiased_for_the_full_mixture_elbo_gradient() {
-        // E[ĝ_ℓ] = m·∇_{ψ_ℓ} L (spec §2.2): the dropped denominator term integrates to zero. With
+        // E[ĝ_ℓ] = m·∇_{ψ_ℓ} L (docs/algorithms.md §2.2): the dropped denominator term integrates to zero. With
         // common random numbers and S = 40 000 draws per particle, compare ĝ_ℓ/m with central
         // differences of the full mixture ELBO L(ψ) (denominator not held fixed). The dropped
         // term's Monte-Carlo sd at this S was measured ≤ 0.002 here; tolerance 0.01 = 5 sd.

@@ -1,4 +1,4 @@
-//! The Stein engine ([`SteinVi`]): SMI, and SVGD/ASVGD as presets of it (spec §2, §4).
+//! The Stein engine ([`SteinVi`]): SMI, and SVGD/ASVGD as presets of it (docs/algorithms.md §2, §4).
 //!
 //! One step: draw ε, θ = guide.sample(ψ, ε), evaluate the model on all m·S draws in one batched
 //! call, form the per-particle ELBO gradients ĝ with the stop-gradient mixture denominator,

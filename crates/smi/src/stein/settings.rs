@@ -9,7 +9,7 @@ use crate::kernel::KernelSettings;
 use crate::optim::OptimizerSettings;
 use crate::optim::Schedule;
 
-/// How the attraction is normalised (spec §2.8).
+/// How the attraction is normalised (docs/algorithms.md §2.8).
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize, Default)]
 #[serde(rename_all = "snake_case")]
 pub enum AttractionNorm {
@@ -46,7 +46,7 @@ impl std::str::FromStr for AttractionNorm {
     }
 }
 
-/// Whether one ELBO gradient per particle serves every target (spec §2.8).
+/// Whether one ELBO gradient per particle serves every target (docs/algorithms.md §2.8).
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize, Default)]
 #[serde(rename_all = "snake_case")]
 pub enum GradientReuse {
@@ -84,15 +84,15 @@ pub struct SteinSettings {
     pub loss_temperature: f64,
     /// α, multiplying the repulsion.
     pub repulsion_temperature: f64,
-    /// Attraction normalisation (spec §2.8).
+    /// Attraction normalisation (docs/algorithms.md §2.8).
     pub attraction: AttractionNorm,
-    /// Gradient reuse across targets (spec §2.8).
+    /// Gradient reuse across targets (docs/algorithms.md §2.8).
     pub gradient_reuse: GradientReuse,
     /// γ(t) multiplying τ (ASVGD's cyclical annealing).
     pub schedule: Schedule,
-    /// Mini-batch size b (`None`: full batch). Each draw gets its own subsample (spec §2.6).
+    /// Mini-batch size b (`None`: full batch). Each draw gets its own subsample (docs/algorithms.md §2.6).
     pub batch_size: Option<usize>,
-    /// Include log|T′(u)| of constrained latents in the target (spec §4.1). Must be `true` for
+    /// Include log|T′(u)| of constrained latents in the target (docs/algorithms.md §4.1). Must be `true` for
     /// the Normal guide; `false` gives NumPyro's SVGD, which targets p(T(u)).
     pub jacobian: bool,
     /// What to do with a non-finite step.
@@ -129,7 +129,7 @@ impl SteinSettings {
         }
     }
 
-    /// SVGD (spec §4.1): Delta guide, one draw, α = 1, τ = 1 with paper normalisation
+    /// SVGD (docs/algorithms.md §4.1): Delta guide, one draw, α = 1, τ = 1 with paper normalisation
     /// (φ = (1/m)Σ[k∇log p + ∇k]), prior-median init of 15 draws, no log-Jacobian (NumPyro
     /// parity), Adagrad(0.05).
     pub fn svgd() -> Self {
@@ -142,7 +142,7 @@ impl SteinSettings {
         }
     }
 
-    /// ASVGD (spec §4.2): SVGD with the attraction multiplied by the cyclical schedule over
+    /// ASVGD (docs/algorithms.md §4.2): SVGD with the attraction multiplied by the cyclical schedule over
     /// `total_steps` (C = 10, p = 10), i.e. γ(t)/m.
     pub fn asvgd(total_steps: u64) -> Self {
         SteinSettings {

@@ -1,5 +1,5 @@
 //! A diagonal multivariate normal target N(μ, diag(σ²)) — the standard normal N(0, I_d) of the
-//! variance-collapse experiment (spec §7.1) by default.
+//! variance-collapse experiment (docs/algorithms.md §7.1) by default.
 
 use rand::RngCore;
 use rand_distr::{Distribution, StandardNormal};
