@@ -15,6 +15,7 @@ pub mod mnist;
 pub mod plot;
 pub mod progress;
 pub mod records;
+pub mod seeds;
 pub mod tables;
 pub mod toy;
 pub mod uci;

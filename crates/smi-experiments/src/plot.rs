@@ -1,8 +1,11 @@
-//! Shared figure set-up: the embedded font (DejaVu Sans, so no system font library is needed)
-//! and PNG output.
+//! Shared figure helpers: the embedded font (DejaVu Sans, so no system font library is needed),
+//! PNG checks, colour ramps, markers and legend glyphs.
 
 use std::sync::Once;
 
+use anyhow::{anyhow, Result};
+use plotters::coord::CoordTranslate;
+use plotters::prelude::*;
 use plotters::style::FontStyle;
 
 static FONT: &[u8] = include_bytes!("../assets/DejaVuSans.ttf");
@@ -27,3 +30,96 @@ pub fn is_png(path: &std::path::Path) -> bool {
         .map(|b| b.starts_with(&[0x89, b'P', b'N', b'G', 0x0d, 0x0a, 0x1a, 0x0a]))
         .unwrap_or(false)
 }
+
+/// A colour from a viridis-like ramp, t ∈ [0, 1].
+pub(crate) fn ramp(t: f64) -> RGBColor {
+    const STOPS: [(f64, f64, f64); 5] = [
+        (68.0, 1.0, 84.0),
+        (59.0, 82.0, 139.0),
+        (33.0, 145.0, 140.0),
+        (94.0, 201.0, 98.0),
+        (220.0, 200.0, 30.0),
+    ];
+    let t = t.clamp(0.0, 1.0) * (STOPS.len() - 1) as f64;
+    let i = (t.floor() as usize).min(STOPS.len() - 2);
+    let f = t - i as f64;
+    let (a, b) = (STOPS[i], STOPS[i + 1]);
+    let lerp = |x: f64, y: f64| (x + (y - x) * f).round() as u8;
+    RGBColor(lerp(a.0, b.0), lerp(a.1, b.1), lerp(a.2, b.2))
+}
+
+/// Turns a plotters error into anyhow.
+pub(crate) fn plot_err<E: std::fmt::Debug>(e: E) -> anyhow::Error {
+    anyhow!("drawing failed: {e:?}")
+}
+
+/// The outline of marker `shape` (0 circle, 1 triangle, 2 square, 3 diamond, 4 inverted
+/// triangle) of radius `r` pixels around (dx, dy).
+pub(crate) fn marker_outline(shape: usize, r: i32, (dx, dy): (i32, i32)) -> Vec<(i32, i32)> {
+    let poly = |n: usize, start: f64, scale: f64| -> Vec<(i32, i32)> {
+        (0..n)
+            .map(|k| {
+                let t = start + std::f64::consts::TAU * k as f64 / n as f64;
+                let rr = r as f64 * scale;
+                (
+                    dx + (rr * t.cos()).round() as i32,
+                    dy - (rr * t.sin()).round() as i32,
+                )
+            })
+            .collect()
+    };
+    use std::f64::consts::FRAC_PI_2;
+    match shape % 5 {
+        0 => poly(20, 0.0, 1.0),
+        1 => poly(3, FRAC_PI_2, 1.35),
+        2 => poly(4, FRAC_PI_2 / 2.0, 1.25),
+        3 => poly(4, 0.0, 1.35),
+        _ => poly(3, -FRAC_PI_2, 1.35),
+    }
+}
+
+/// Draws filled markers of shape `shape` (see [`marker_outline`]) at `pts`.
+pub(crate) fn draw_markers<DB, CT>(
+    chart: &mut ChartContext<'_, DB, CT>,
+    pts: &[(f64, f64)],
+    shape: usize,
+    color: RGBColor,
+    size: i32,
+) -> Result<()>
+where
+    DB: DrawingBackend,
+    CT: CoordTranslate<From = (f64, f64)>,
+{
+    let outline = marker_outline(shape, size, (0, 0));
+    chart
+        .draw_series(pts.iter().map(|&p| {
+            EmptyElement::at(p)
+                + Polygon::new(outline.clone(), color.filled())
+                + PathElement::new(
+                    outline
+                        .iter()
+                        .chain(outline.first())
+                        .copied()
+                        .collect::<Vec<_>>(),
+                    WHITE.stroke_width(1),
+                )
+        }))
+        .map_err(plot_err)?;
+    Ok(())
+}
+
+/// The legend glyph closure of a series: a line with the series' marker.
+macro_rules! glyph {
+    ($color:expr, $shape:expr) => {{
+        let (color, shape): (RGBColor, usize) = ($color, $shape);
+        move |(x, y): (i32, i32)| {
+            EmptyElement::at((x, y))
+                + PathElement::new(vec![(0, 0), (24, 0)], color.stroke_width(3))
+                + Polygon::new(
+                    $crate::plot::marker_outline(shape, 5, (12, 0)),
+                    color.filled(),
+                )
+        }
+    }};
+}
+pub(crate) use glyph;

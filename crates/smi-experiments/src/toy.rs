@@ -19,10 +19,11 @@ use serde_json::{json, Map, Value};
 use smi::testing::DiagNormal;
 use smi::{Engine, Init, Method, MethodSettings, OptimizerSettings, RunSettings};
 
+use crate::plot::{draw_markers, glyph, plot_err};
 use crate::plot::{init_font, is_png, FONT_FAMILY};
 use crate::progress::Bar;
 use crate::records;
-use crate::variance::{draw_markers, glyph, mix, plot_err};
+use crate::seeds::mix;
 
 /// The records' experiment name (`<out>/toy.jsonl`).
 pub const EXPERIMENT: &str = "toy";

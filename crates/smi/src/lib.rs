@@ -12,12 +12,27 @@
 //! d model parameters, p guide parameters per particle (2d for the Normal guide, d for Delta),
 //! b mini-batch size, N data rows.
 //!
+//! ## The layers
+//!
+//! - **The model contract**: [`LogDensity`] (batched log density and gradient on unconstrained
+//!   θ), [`Batch`] (the rows of each draw, the N/b scale, the Jacobian flag), [`Layout`].
+//! - **The pieces**: guides ([`GuideSettings`]), the seven Stein kernels ([`kernel`]),
+//!   optimizers ([`OptimizerSettings`]), metrics ([`metrics`]).
+//! - **The engines**: [`SteinVi`] (SMI, SVGD, ASVGD), [`Svi`] (OVI, MAP), [`Nuts`]; the run loop
+//!   [`run`] with [`RunSettings`] (budget, early stopping, checkpoints, [`RowSource`]).
+//! - **The method layer**: [`Method`] (names, labels, the paper's presets), [`MethodSettings`]
+//!   (one settings type per engine family, builds the engine) and [`fit`], which fits any model
+//!   by any method and returns a [`Fit`] holding one [`Posterior`] type for every method.
+//!
+//! The algorithms, their variants and the metrics are described in `docs/algorithms.md` of the
+//! repository; comments cite it as "docs/algorithms.md §N".
+//!
 //! ## Example: a bimodal target
 //!
 //! Two well-separated modes; SMI with four particles covers both with its Gaussian components.
 //!
 //! ```
-//! use smi::{run, Engine, FnDensity, NoObserver, OptimizerSettings, RunSettings, SteinSettings, SteinVi};
+//! use smi::{fit, FnDensity, Init, Method, NoObserver, OptimizerSettings, RunSettings};
 //!
 //! // p(x) ∝ N(x; −2, 0.5²) + N(x; 2, 0.5²), with its gradient.
 //! let target = FnDensity::new(1, |x: &[f64], g: &mut [f64]| {
@@ -27,22 +42,22 @@
 //!     g[0] = (wa * -(x[0] + 2.0) + wb * -(x[0] - 2.0)) / (0.25 * (wa + wb));
 //!     mx + (wa + wb).ln()
 //! });
-//! let mut settings = SteinSettings::smi();
-//! settings.num_particles = 4;
-//! settings.num_elbo_particles = 20;
-//! settings.init = smi::Init::Uniform { radius: 3.0 };
-//! settings.optimizer = OptimizerSettings::adam(0.05);
-//! settings.seed = 1;
-//! let engine = SteinVi::new(&target, settings)?;
-//! let fit = run(&engine, engine.init()?, &RunSettings::steps(2000), &mut NoObserver)?;
-//! let posterior = engine.posterior(&fit.state);
-//! let locs: Vec<f64> = (0..4).map(|i| posterior.locations().get(i, 0)).collect();
+//! let settings = Method::Smi
+//!     .preset(2000)
+//!     .with_particles(4)
+//!     .with_elbo_draws(20)
+//!     .with_init(Init::Uniform { radius: 3.0 })
+//!     .with_optimizer(OptimizerSettings::adam(0.05))
+//!     .with_seed(1);
+//! let result = fit(&target, &settings, &RunSettings::steps(2000), &mut NoObserver)?;
+//! let mixture = result.posterior.as_mixture().expect("SMI gives a mixture");
+//! let locs: Vec<f64> = (0..4).map(|i| mixture.locations().get(i, 0)).collect();
 //! assert!(locs.iter().any(|l| (l + 2.0).abs() < 0.3), "{locs:?}");
 //! assert!(locs.iter().any(|l| (l - 2.0).abs() < 0.3), "{locs:?}");
-//! // Predictive draws come from the uniform mixture of the two components.
-//! let mut rng = <rand_chacha::ChaCha8Rng as rand::SeedableRng>::seed_from_u64(0);
-//! let draws = posterior.sample(1000, &mut rng)?;
-//! assert_eq!(draws.theta.rows(), 1000);
+//! // Predictive draws come from the uniform mixture of the four components.
+//! let mut rng = <smi::rand::ChaCha8Rng as smi::rand::SeedableRng>::seed_from_u64(0);
+//! let draws = result.posterior.sample(1000, &mut rng)?;
+//! assert_eq!(draws.rows(), 1000);
 //! # Ok::<(), smi::Error>(())
 //! ```
 #![deny(missing_docs)]

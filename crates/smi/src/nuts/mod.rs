@@ -15,16 +15,18 @@
 
 mod adapter;
 mod diagnostics;
+mod result;
+mod settings;
+
+pub use result::{ChainDiagnostics, NutsResult};
+pub use settings::NutsSettings;
 
 use std::sync::atomic::{AtomicBool, Ordering};
 
-use nuts_rs::{
-    Chain, CpuMath, DiagNutsSettings, EuclideanAdaptOptions, Settings, StepSizeSettings,
-};
+use nuts_rs::{Chain, CpuMath, Settings};
 use rand::{Rng, RngCore, SeedableRng};
 use rand_chacha::ChaCha8Rng;
 use rayon::prelude::*;
-use serde::{Deserialize, Serialize};
 
 use crate::engine::{Observer, Progress};
 use crate::error::{Error, Result};
@@ -37,191 +39,6 @@ pub use diagnostics::{ess_bulk, ess_mean, split_rhat};
 
 /// How many uniform initial points are tried before giving up (NumPyro's `init_to_uniform`).
 const MAX_INIT_TRIES: usize = 100;
-
-/// Settings of a NUTS run (docs/algorithms.md §5: NumPyro's defaults; §7.3 for the UCI preset).
-///
-/// Mass matrix: diagonal, adapted during warm-up by nuts-rs's default schedule; step size: dual
-/// averaging to `target_accept`. Construct with struct update syntax:
-/// `NutsSettings { num_draws: 3000, ..NutsSettings::default() }`.
-#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
-#[serde(default)]
-pub struct NutsSettings {
-    /// Warm-up (tuning) iterations per chain, discarded (default 500).
-    pub num_warmup: usize,
-    /// Kept draws per chain (default 1000; 3000 in the UCI preset [`NutsSettings::uci`]).
-    pub num_draws: usize,
-    /// Number of chains, run in parallel with rayon (default 1).
-    pub num_chains: usize,
-    /// Target mean acceptance probability of the step-size adaptation, in (0, 1) (default 0.8).
-    pub target_accept: f64,
-    /// Maximum tree depth: at most 2^max_depth − 1 leapfrog steps per draw, 1..=30 (default 10).
-    pub max_depth: u64,
-    /// Seed; chain c uses stream c of a ChaCha8 generator seeded with it (default 0).
-    pub seed: u64,
-    /// Initial points are uniform(−r, r) in every unconstrained coordinate, r ≥ 0 (default 2,
-    /// NumPyro's `init_to_uniform(radius=2)`); 0 starts at the origin.
-    pub init_radius: f64,
-}
-
-impl Default for NutsSettings {
-    /// 500 warm-up, 1000 draws, 1 chain, target accept 0.8, max depth 10, seed 0, init radius 2.
-    fn default() -> Self {
-        NutsSettings {
-            num_warmup: 500,
-            num_draws: 1000,
-            num_chains: 1,
-            target_accept: 0.8,
-            max_depth: 10,
-            seed: 0,
-            init_radius: 2.0,
-        }
-    }
-}
-
-impl NutsSettings {
-    /// The UCI preset of docs/algorithms.md §7.3: 500 warm-up, 3000 draws, one chain, full data.
-    pub fn uci() -> Self {
-        NutsSettings {
-            num_draws: 3000,
-            ..NutsSettings::default()
-        }
-    }
-
-    /// Checks every field's range.
-    ///
-    /// # Errors
-    /// [`Error::InvalidSettings`] naming the first field out of range: `num_draws` or
-    /// `num_chains` zero, `target_accept` outside (0, 1), `max_depth` outside 1..=30,
-    /// `init_radius` negative or not finite.
-    pub fn validate(&self) -> Result<()> {
-        if self.num_draws == 0 {
-            return Err(Error::invalid("num_draws", "must be at least 1"));
-        }
-        if self.num_chains == 0 {
-            return Err(Error::invalid("num_chains", "must be at least 1"));
-        }
-        if !(self.target_accept > 0.0 && self.target_accept < 1.0) {
-            return Err(Error::invalid(
-                "target_accept",
-                format!("must lie in (0, 1), got {}", self.target_accept),
-            ));
-        }
-        if !(1..=30).contains(&self.max_depth) {
-            return Err(Error::invalid(
-                "max_depth",
-                format!("must lie in 1..=30, got {}", self.max_depth),
-            ));
-        }
-        if !(self.init_radius.is_finite() && self.init_radius >= 0.0) {
-            return Err(Error::invalid(
-                "init_radius",
-                format!("must be finite and ≥ 0, got {}", self.init_radius),
-            ));
-        }
-        Ok(())
-    }
-
-    /// The nuts-rs settings these map to.
-    fn to_nuts_rs(&self) -> DiagNutsSettings {
-        let defaults = DiagNutsSettings::default();
-        DiagNutsSettings {
-            num_tune: self.num_warmup as u64,
-            num_draws: self.num_draws as u64,
-            maxdepth: self.max_depth,
-            num_chains: self.num_chains,
-            seed: self.seed,
-            adapt_options: EuclideanAdaptOptions {
-                step_size_settings: StepSizeSettings {
-                    target_accept: self.target_accept,
-                    ..defaults.adapt_options.step_size_settings
-                },
-                ..defaults.adapt_options
-            },
-            ..defaults
-        }
-    }
-}
-
-/// Per-chain diagnostics of a NUTS run (sampling phase unless said otherwise).
-#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
-pub struct ChainDiagnostics {
-    /// Divergent transitions among the kept draws (non-finite log densities count).
-    pub divergences: usize,
-    /// Divergent transitions during warm-up.
-    pub warmup_divergences: usize,
-    /// Mean tree depth of the kept draws.
-    pub mean_tree_depth: f64,
-    /// Kept draws whose tree reached `max_depth`.
-    pub max_depth_hits: usize,
-    /// The adapted step size at the end of the run.
-    pub step_size: f64,
-    /// The initial position (length d, unconstrained).
-    pub init: Vec<f64>,
-}
-
-/// The draws and diagnostics of [`Nuts::sample`].
-#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
-pub struct NutsResult {
-    /// (num_chains·num_draws) × d draws in unconstrained space; chain c occupies rows
-    /// `c·num_draws .. (c+1)·num_draws` (see [`NutsResult::chain_range`]).
-    pub draws: Matrix,
-    /// log p of every draw (length num_chains·num_draws, same order as `draws`).
-    pub log_density: Vec<f64>,
-    /// Number of chains.
-    pub num_chains: usize,
-    /// Draws per chain.
-    pub num_draws: usize,
-    /// Diagnostics of each chain (length num_chains).
-    pub chains: Vec<ChainDiagnostics>,
-    /// Divergent transitions among the kept draws of all chains.
-    pub divergences: usize,
-    /// Mean tree depth over the kept draws of all chains.
-    pub mean_tree_depth: f64,
-    /// Rank-normalised split-R̂ per coordinate (length d, [`diagnostics::split_rhat`]); `Some`
-    /// when num_chains > 1 and num_draws ≥ 4.
-    pub rhat: Option<Vec<f64>>,
-    /// Bulk ESS per coordinate (length d, [`diagnostics::ess_bulk`]); `Some` when
-    /// num_chains > 1 and num_draws ≥ 4.
-    pub ess_bulk: Option<Vec<f64>>,
-}
-
-impl NutsResult {
-    /// The rows of `draws` holding chain `c`.
-    pub fn chain_range(&self, c: usize) -> std::ops::Range<usize> {
-        c * self.num_draws..(c + 1) * self.num_draws
-    }
-
-    /// The chain that produced row `row` of `draws`.
-    pub fn chain_of_draw(&self, row: usize) -> usize {
-        row / self.num_draws.max(1)
-    }
-
-    /// The draws of chain `c` as one row-major num_draws × d slice.
-    ///
-    /// # Errors
-    /// [`Error::InvalidSettings`] (`chain`) when `c >= num_chains`.
-    pub fn chain_draws(&self, c: usize) -> Result<&[f64]> {
-        if c >= self.num_chains {
-            return Err(Error::invalid(
-                "chain",
-                format!(
-                    "{c} is out of range: the run has {} chains",
-                    self.num_chains
-                ),
-            ));
-        }
-        let d = self.draws.cols();
-        let r = self.chain_range(c);
-        Ok(&self.draws.as_slice()[r.start * d..r.end * d])
-    }
-
-    /// Coordinate `j` of every draw, one vector per chain: the input of [`diagnostics`].
-    pub fn coordinate_chains(&self, j: usize) -> Vec<Vec<f64>> {
-        (0..self.num_chains)
-            .map(|c| self.chain_range(c).map(|i| self.draws.get(i, j)).collect())
-            .collect()
-    }
-}
 
 /// The NUTS engine: immutable settings; [`Nuts::sample`] does the run.
 #[derive(Clone, Debug)]

@@ -27,7 +27,7 @@ use crate::posterior::Mixture;
 /// The Stein mixture engine over a model `M`.
 ///
 /// ```
-/// use smi::{models::DiagNormal, run, NoObserver, Engine, RunSettings, SteinSettings, SteinVi};
+/// use smi::{testing::DiagNormal, run, NoObserver, Engine, RunSettings, SteinSettings, SteinVi};
 /// let target = DiagNormal::standard(2)?;
 /// let mut settings = SteinSettings::smi();
 /// settings.num_particles = 1;

@@ -1,0 +1,243 @@
+//! The MNIST report: the paper's Table 4 (paper metrics) and the standard metrics per
+//! network depth (`mnist.md`) from `mnist.jsonl`.
+
+use super::*;
+
+/// One column of a table: record key, header, direction.
+struct Column {
+    key: &'static str,
+    header: &'static str,
+    better: Better,
+}
+
+const PAPER_COLUMNS: [Column; 6] = [
+    Column {
+        key: "conf",
+        header: "Conf↑",
+        better: Better::Higher,
+    },
+    Column {
+        key: "nll",
+        header: "NLL↓",
+        better: Better::Lower,
+    },
+    Column {
+        key: "acc",
+        header: "Acc↑",
+        better: Better::Higher,
+    },
+    Column {
+        key: "brier",
+        header: "Brier↓",
+        better: Better::Lower,
+    },
+    Column {
+        key: "ece",
+        header: "ECE↓",
+        better: Better::Lower,
+    },
+    Column {
+        key: "mce",
+        header: "MCE↓",
+        better: Better::Lower,
+    },
+];
+
+const STANDARD_COLUMNS: [Column; 4] = [
+    Column {
+        key: "acc_argmax",
+        header: "Acc (argmax)↑",
+        better: Better::Higher,
+    },
+    Column {
+        key: "nll",
+        header: "NLL↓",
+        better: Better::Lower,
+    },
+    Column {
+        key: "ece_weighted",
+        header: "ECE (weighted)↓",
+        better: Better::Lower,
+    },
+    Column {
+        key: "mce_weighted",
+        header: "MCE (non-empty bins)↓",
+        better: Better::Lower,
+    },
+];
+
+/// The per-draw values of `key` in a record (finite values only), or the mean alone when the
+/// record has no per-draw array.
+fn samples(r: &Map<String, Value>, key: &str) -> Vec<f64> {
+    match records::get(r, &format!("metrics.per_draw.{key}")).and_then(Value::as_array) {
+        Some(a) => a
+            .iter()
+            .filter_map(Value::as_f64)
+            .filter(|v| v.is_finite())
+            .collect(),
+        None => records::num(r, &format!("metrics.{key}"))
+            .filter(|v| v.is_finite())
+            .into_iter()
+            .collect(),
+    }
+}
+
+/// Compact `mean ± std` like the paper (`.979 ± .001`).
+pub(super) fn cell(st: MeanStd) -> String {
+    let strip = |v: f64| {
+        let s = format!("{v:.3}");
+        if let Some(rest) = s.strip_prefix("0.") {
+            format!(".{rest}")
+        } else if let Some(rest) = s.strip_prefix("-0.") {
+            format!("-.{rest}")
+        } else {
+            s
+        }
+    };
+    format!("{} ± {}", strip(st.mean), strip(st.std))
+}
+
+fn metric_table(rows: &[(Method, &Map<String, Value>)], columns: &[Column]) -> String {
+    let mut header = vec!["method"];
+    header.extend(columns.iter().map(|c| c.header));
+    let mut cells: Vec<Vec<String>> = rows
+        .iter()
+        .map(|(m, _)| vec![m.label().to_string()])
+        .collect();
+    for c in columns {
+        let s: Vec<Vec<f64>> = rows.iter().map(|(_, r)| samples(r, c.key)).collect();
+        let present: Vec<usize> = (0..rows.len()).filter(|&k| !s[k].is_empty()).collect();
+        let sub: Vec<&[f64]> = present.iter().map(|&k| s[k].as_slice()).collect();
+        let bold = if sub.is_empty() {
+            Vec::new()
+        } else {
+            not_worse_than_best(&sub, c.better, PAPER_ALPHA).unwrap_or_default()
+        };
+        for (k, out) in cells.iter_mut().enumerate() {
+            let text = match MeanStd::of(&s[k]) {
+                Ok(st) => {
+                    let t = cell(st);
+                    let b = present
+                        .iter()
+                        .position(|&p| p == k)
+                        .and_then(|i| bold.get(i).copied())
+                        .unwrap_or(false);
+                    if b {
+                        format!("**{t}**")
+                    } else {
+                        t
+                    }
+                }
+                Err(_) => "–".to_string(),
+            };
+            out.push(text);
+        }
+    }
+    tables::markdown(&header, &cells)
+}
+
+/// Rebuilds `mnist.md` from `mnist.jsonl` (nothing when there are no records).
+pub fn report(out: &Path) -> Result<()> {
+    let recs = records::read(out, EXPERIMENT)?;
+    if recs.is_empty() {
+        return Ok(());
+    }
+    // (layers, method) → the latest record.
+    let mut latest: BTreeMap<(u64, Method), &Map<String, Value>> = BTreeMap::new();
+    for r in &recs {
+        let key = (|| {
+            let l = records::get(r, "layers")?.as_u64()?;
+            let m: Method = records::text(r, "method")?.parse().ok()?;
+            Some((l, m))
+        })();
+        match key {
+            Some(k) => {
+                latest.insert(k, r);
+            }
+            None => eprintln!("warning: mnist.jsonl: skipping a record without layers/method"),
+        }
+    }
+    let layer_counts: BTreeSet<u64> = latest.keys().map(|(l, _)| *l).collect();
+    let mut md = String::new();
+    md.push_str("# MNIST classification (docs/algorithms.md §7.4; the paper's Table 4)\n\n");
+    md.push_str(
+        "Mean ± std (ddof 0) over predictive draws (SVGD/ASVGD: the 5 particles; MAP: its one \
+         point, evaluated once per draw so only the sampled-label metrics vary). Paper metrics: \
+         Conf and Acc with labels sampled from each draw's predictive, NLL, Brier, and the \
+         paper's unweighted 100-bin ECE/MCE with its empty-bin rule. **Bold**: not worse than \
+         the best method by a one-sided Mann–Whitney U test on the per-draw values (p ≥ 0.05). \
+         Each cell uses the latest record of its (layers, method); see the run table for epochs \
+         and data sizes.\n\n",
+    );
+    for &l in &layer_counts {
+        let rows: Vec<(Method, &Map<String, Value>)> = TABLE
+            .iter()
+            .filter_map(|m| latest.get(&(l, *m)).map(|r| (*m, *r)))
+            .collect();
+        md.push_str(&format!("## {l}-hidden-layer network, paper metrics\n\n"));
+        md.push_str(&metric_table(&rows, &PAPER_COLUMNS));
+        md.push('\n');
+        md.push_str(&format!(
+            "## {l}-hidden-layer network, standard metrics\n\n\
+             Argmax accuracy, NLL, count-weighted ECE and MCE over non-empty bins (100 bins).\n\n"
+        ));
+        md.push_str(&metric_table(&rows, &STANDARD_COLUMNS));
+        md.push('\n');
+    }
+    md.push_str("## Runs and time per epoch\n\n");
+    md.push_str(
+        "Seconds per epoch = training seconds / epochs (evaluation and checkpoint writes \
+         excluded); per full epoch = seconds per step × ⌊N/128⌋, the projection when epochs \
+         were cut by --max-steps-per-epoch. CPU s/full epoch: process CPU time (all threads) per \
+         step × ⌊N/128⌋, independent of other load on the machine.\n\n",
+    );
+    let header = [
+        "layers",
+        "method",
+        "epochs",
+        "steps",
+        "train images",
+        "test images",
+        "draws",
+        "s/epoch",
+        "s/full epoch",
+        "s/step",
+        "CPU s/full epoch",
+    ];
+    let fmt = |v: Option<f64>, prec: usize| v.map_or("–".to_string(), |x| format!("{x:.prec$}"));
+    let rows: Vec<Vec<String>> = latest
+        .iter()
+        .map(|((l, m), r)| {
+            let int = |k: &str| {
+                records::get(r, k)
+                    .and_then(Value::as_u64)
+                    .map_or("–".to_string(), |v| v.to_string())
+            };
+            vec![
+                l.to_string(),
+                m.label().to_string(),
+                int("epochs"),
+                int("steps"),
+                int("train_size"),
+                int("test_size"),
+                int("draws"),
+                fmt(records::num(r, "metrics.seconds_per_epoch"), 1),
+                fmt(records::num(r, "metrics.seconds_per_full_epoch"), 1),
+                fmt(records::num(r, "metrics.seconds_per_step"), 3),
+                fmt(records::num(r, "metrics.cpu_seconds_per_full_epoch"), 1),
+            ]
+        })
+        .collect();
+    md.push_str(&tables::markdown(&header, &rows));
+    md.push_str("\n## Configurations\n\n");
+    for ((l, m), r) in &latest {
+        md.push_str(&format!(
+            "- {l}-layer {}: `{}`\n",
+            m.label(),
+            records::text(r, "config").unwrap_or("?")
+        ));
+    }
+    let path = out.join("mnist.md");
+    std::fs::write(&path, md).with_context(|| format!("cannot write {}", path.display()))?;
+    Ok(())
+}

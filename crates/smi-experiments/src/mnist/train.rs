@@ -1,0 +1,257 @@
+//! Training one MNIST unit through `smi::run` with epochs of shuffled batches, a checkpoint and
+//! a progress file after every epoch, and resuming from them.
+
+use super::*;
+
+fn checkpoint_paths(out: &Path, layers: usize, method: Method) -> (PathBuf, PathBuf) {
+    let dir = out.join("checkpoints");
+    (
+        dir.join(format!("mnist-{layers}-{method}.json")),
+        dir.join(format!("mnist-{layers}-{method}.progress.json")),
+    )
+}
+
+/// Writes `value` to `path` atomically (temporary file, then rename).
+fn write_json_atomic(path: &Path, value: &Value) -> smi::Result<()> {
+    let io = |source| smi::Error::Io {
+        path: path.display().to_string(),
+        source,
+    };
+    let tmp = path.with_extension("tmp");
+    let text = serde_json::to_vec_pretty(value).map_err(|e| io(std::io::Error::other(e)))?;
+    std::fs::write(&tmp, text).map_err(io)?;
+    std::fs::rename(&tmp, path).map_err(io)
+}
+
+/// A resumable state with its accumulated training time, if the checkpoint fits this run.
+fn try_resume(
+    engine: &dyn Engine,
+    ckpt: &Path,
+    progress: &Path,
+    key: &str,
+    total: u64,
+    label: &str,
+) -> Result<Option<(State, f64, Option<f64>)>> {
+    if !ckpt.is_file() {
+        return Ok(None);
+    }
+    let meta: Option<Value> = std::fs::read(progress)
+        .ok()
+        .and_then(|b| serde_json::from_slice(&b).ok());
+    let Some(meta) = meta else {
+        eprintln!(
+            "{label}: {} has no readable progress file; starting afresh",
+            ckpt.display()
+        );
+        return Ok(None);
+    };
+    if meta.get("train_key").and_then(Value::as_str) != Some(key) {
+        eprintln!(
+            "{label}: the checkpoint {} belongs to another training configuration; starting \
+             afresh (it will be overwritten)",
+            ckpt.display()
+        );
+        return Ok(None);
+    }
+    let state = match engine.load_state(ckpt) {
+        Ok(s) => s,
+        Err(e) => {
+            eprintln!("{label}: cannot resume ({e}); starting afresh");
+            return Ok(None);
+        }
+    };
+    if meta.get("steps").and_then(Value::as_u64) != Some(state.step) {
+        eprintln!(
+            "{label}: the checkpoint and its progress file disagree on the step count; \
+             starting afresh"
+        );
+        return Ok(None);
+    }
+    if state.step > total {
+        bail!(
+            "{label}: the checkpoint {} is at step {}, beyond this run's {total} steps; ask for \
+             more --epochs, use another --out, or --resume false to overwrite it",
+            ckpt.display(),
+            state.step
+        );
+    }
+    let secs = meta
+        .get("train_seconds")
+        .and_then(Value::as_f64)
+        .unwrap_or(0.0);
+    let cpu = meta.get("cpu_seconds").and_then(Value::as_f64);
+    Ok(Some((state, secs, cpu)))
+}
+
+/// The per-epoch bookkeeping of a training run: a progress bar per epoch, the progress file
+/// beside each epoch's checkpoint, the epoch line, and the wall and CPU time.
+struct EpochLog<'a> {
+    plan: &'a Plan,
+    layers: usize,
+    method: Method,
+    key: &'a str,
+    label: String,
+    progress_path: PathBuf,
+    spe: u64,
+    bar: Option<Bar>,
+    /// Finite losses of the current epoch so far (sum, count) and its steps in this run.
+    running: (f64, u64),
+    steps: u64,
+    mark: Instant,
+    cpu_mark: Option<f64>,
+    train_seconds: f64,
+    cpu_seconds: Option<f64>,
+    final_loss: f64,
+}
+
+impl Observer for EpochLog<'_> {
+    fn on_start(&mut self, _total: u64) {
+        self.mark = Instant::now();
+        self.cpu_mark = process_cpu_seconds();
+    }
+
+    fn on_step(&mut self, p: &Progress) {
+        let epoch = (p.step - 1) / self.spe;
+        let pos = p.step - epoch * self.spe;
+        if self.steps == 0 && self.plan.progress {
+            let mut bar = Bar::new(
+                &format!(
+                    "{}L {} ep {}/{}",
+                    self.layers,
+                    self.method,
+                    epoch + 1,
+                    self.plan.epochs
+                ),
+                1,
+            );
+            bar.on_start(self.spe);
+            self.bar = Some(bar);
+        }
+        self.steps += 1;
+        if p.loss.is_finite() {
+            self.running.0 += p.loss;
+            self.running.1 += 1;
+        }
+        let mean = if self.running.1 > 0 {
+            self.running.0 / self.running.1 as f64
+        } else {
+            f64::NAN
+        };
+        if let Some(bar) = &mut self.bar {
+            bar.on_step(&Progress::new(pos, self.spe, mean, "fit"));
+        }
+    }
+
+    fn on_epoch_end(&mut self, end: &EpochEnd<'_>) -> smi::Result<()> {
+        if let Some(mut bar) = self.bar.take() {
+            bar.on_finish();
+        }
+        let secs = self.mark.elapsed().as_secs_f64();
+        self.train_seconds += secs;
+        let now = process_cpu_seconds();
+        let cpu = self.cpu_mark.zip(now).map(|(a, b)| b - a);
+        self.cpu_seconds = self.cpu_seconds.zip(cpu).map(|(a, b)| a + b);
+        self.final_loss = end.mean_loss;
+        write_json_atomic(
+            &self.progress_path,
+            &json!({
+                "train_key": self.key,
+                "epoch": end.epoch,
+                "position": 0,
+                "steps": end.state.step,
+                "steps_per_epoch": end.steps_per_epoch,
+                "train_seconds": self.train_seconds,
+                "cpu_seconds": self.cpu_seconds,
+                "epoch_loss": end.mean_loss,
+            }),
+        )?;
+        eprintln!(
+            "{}: epoch {}/{} mean loss {:.4}, {secs:.1} s ({:.3} s per step, {} CPU s)",
+            self.label,
+            end.epoch,
+            self.plan.epochs,
+            end.mean_loss,
+            secs / self.steps.max(1) as f64,
+            cpu.map_or("?".to_string(), |c| format!("{c:.1}"))
+        );
+        self.mark = Instant::now();
+        self.cpu_mark = now;
+        self.running = (0.0, 0);
+        self.steps = 0;
+        Ok(())
+    }
+}
+
+/// Trains `engine` for the plan's epochs with a checkpoint and a progress file after every
+/// epoch, resuming from them when they belong to this training configuration (`key`).
+pub(super) fn train(
+    plan: &Plan,
+    engine: &dyn Engine,
+    layers: usize,
+    method: Method,
+    n: usize,
+    key: &str,
+) -> Result<Trained> {
+    let rows = epochs(plan, n);
+    let spe = rows.steps_per_epoch();
+    let total = plan.epochs * spe;
+    let label = format!("mnist {layers}-layer {method}");
+    let (ckpt, progress_path) = checkpoint_paths(&plan.out, layers, method);
+    if let Some(dir) = ckpt.parent() {
+        std::fs::create_dir_all(dir).with_context(|| format!("cannot create {}", dir.display()))?;
+    }
+    let resumed = if plan.resume {
+        try_resume(engine, &ckpt, &progress_path, key, total, &label)?
+    } else {
+        None
+    };
+    let (state, train_seconds, cpu_seconds) = match resumed {
+        Some((s, secs, cpu)) => {
+            eprintln!(
+                "{label}: resuming from {} at epoch {} of {} (step {})",
+                ckpt.display(),
+                s.step / spe,
+                plan.epochs,
+                s.step
+            );
+            (s, secs, cpu)
+        }
+        None => (
+            engine.init().context("cannot initialise the particles")?,
+            0.0,
+            Some(0.0),
+        ),
+    };
+    let mut log = EpochLog {
+        plan,
+        layers,
+        method,
+        key,
+        label,
+        progress_path,
+        spe,
+        bar: None,
+        running: (0.0, 0),
+        steps: 0,
+        mark: Instant::now(),
+        cpu_mark: None,
+        train_seconds,
+        cpu_seconds,
+        final_loss: f64::NAN,
+    };
+    let settings = RunSettings {
+        max_steps: total,
+        checkpoint: Some(ckpt.clone()),
+        checkpoint_every: spe,
+        rows: RowSource::Epochs(rows),
+        ..Default::default()
+    };
+    let result = smi::run(engine, state, &settings, &mut log)
+        .with_context(|| format!("training {} (checkpoint {})", log.label, ckpt.display()))?;
+    Ok(Trained {
+        state: result.state,
+        train_seconds: log.train_seconds,
+        final_loss: log.final_loss,
+        cpu_seconds: log.cpu_seconds,
+    })
+}

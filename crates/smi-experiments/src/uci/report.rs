@@ -1,0 +1,289 @@
+//! The UCI report: the paper's Table 3 and Table 6 (`uci.md`) from `uci.jsonl`, with the
+//! not-worse-than-best marks of a one-sided Mann–Whitney U test and a time table.
+
+use super::*;
+
+/// Per-split values of one (split kind, data set, method) cell.
+#[derive(Default, Clone)]
+struct Cell {
+    config: String,
+    /// split → (rmse, nll, rmse_paper, nll_paper, seconds_per_step)
+    splits: BTreeMap<u64, [f64; 5]>,
+}
+
+/// Rebuilds `uci.md` from `uci.jsonl` (nothing when there are no records).
+pub fn report(out: &Path) -> Result<()> {
+    let recs = records::read(out, EXPERIMENT)?;
+    if recs.is_empty() {
+        return Ok(());
+    }
+    // (kind, dataset, method) → config → cell
+    let mut by: BTreeMap<(String, UciDataset, Method), BTreeMap<String, Cell>> = BTreeMap::new();
+    for r in &recs {
+        let parsed = (|| {
+            let ds: UciDataset = records::text(r, "dataset")?.parse().ok()?;
+            let method: Method = records::text(r, "method")?.parse().ok()?;
+            let kind = records::text(r, "split_kind")?.to_string();
+            let split = records::get(r, "split")?.as_u64()?;
+            let config = records::text(r, "config")?.to_string();
+            let v = [
+                "metrics.rmse",
+                "metrics.nll",
+                "metrics.rmse_paper",
+                "metrics.nll_paper",
+                "metrics.seconds_per_step",
+            ]
+            .map(|k| records::num(r, k).unwrap_or(f64::NAN));
+            Some((kind, ds, method, split, config, v))
+        })();
+        let Some((kind, ds, method, split, config, v)) = parsed else {
+            eprintln!("warning: uci.jsonl: skipping a record without the expected keys");
+            continue;
+        };
+        let cell = by
+            .entry((kind, ds, method))
+            .or_default()
+            .entry(config.clone())
+            .or_insert_with(|| Cell {
+                config,
+                ..Cell::default()
+            });
+        cell.splits.insert(split, v); // a later record of the same split replaces an earlier one
+    }
+    // One config per cell: the one with the most splits (ties: the later config string).
+    let cells: BTreeMap<(String, UciDataset, Method), Cell> = by
+        .into_iter()
+        .filter_map(|(k, configs)| {
+            configs
+                .into_values()
+                .max_by_key(|c| c.splits.len())
+                .map(|c| (k, c))
+        })
+        .collect();
+
+    let mut md = String::new();
+    md.push_str("# UCI regression (docs/algorithms.md §7.3; the paper's Table 3 and Table 6)\n\n");
+    md.push_str(
+        "Mean ± std (ddof 0) over splits. **Bold**: not worse than the best method \
+         (one-sided Mann–Whitney U, p ≥ 0.05); _underscored_: not worse than the best \
+         variational method (NUTS excluded). `n` in the configuration list = number of splits.\n\n",
+    );
+    let kinds: Vec<String> = ["standard", "gap10"]
+        .into_iter()
+        .filter(|k| cells.keys().any(|(kk, _, _)| kk == k))
+        .map(str::to_string)
+        .collect();
+    let variants = [
+        (
+            "Paper metrics",
+            "RMSE over draws and points jointly; NLL per particle for SVGD/ASVGD (the paper's \
+             evaluation code), mixture predictive NLL for the others.",
+            2usize,
+            3usize,
+        ),
+        (
+            "Proper metrics",
+            "RMSE of the predictive mean; NLL of the mixture predictive for every method.",
+            0,
+            1,
+        ),
+    ];
+    for (title, what, ir, in_) in variants {
+        md.push_str(&format!("## {title}\n\n{what}\n\n"));
+        for kind in &kinds {
+            for (metric, idx) in [("NLL", in_), ("RMSE", ir)] {
+                md.push_str(&format!(
+                    "### {metric}, {} splits ({})\n\n",
+                    kind_title(kind),
+                    title.to_lowercase()
+                ));
+                md.push_str(&metric_table(&cells, kind, idx));
+                md.push('\n');
+            }
+        }
+    }
+    md.push_str("## Seconds per step (Table 6)\n\nMean over splits of training seconds / steps (NUTS: per iteration, warm-up included).\n\n");
+    for kind in &kinds {
+        md.push_str(&format!("### {} splits\n\n", kind_title(kind)));
+        md.push_str(&time_table(&cells, kind));
+        md.push('\n');
+    }
+    md.push_str("## Configurations\n\n");
+    let rows: Vec<Vec<String>> = cells
+        .iter()
+        .map(|((kind, ds, m), c)| {
+            vec![
+                kind.clone(),
+                ds.to_string(),
+                m.label().to_string(),
+                c.splits.len().to_string(),
+                format!("`{}`", c.config),
+            ]
+        })
+        .collect();
+    md.push_str(&tables::markdown(
+        &["split kind", "dataset", "method", "n", "config"],
+        &rows,
+    ));
+    let p = out.join(format!("{EXPERIMENT}.md"));
+    std::fs::write(&p, md).with_context(|| format!("cannot write {}", p.display()))?;
+    Ok(())
+}
+
+fn kind_title(kind: &str) -> &str {
+    match kind {
+        "standard" => "Standard",
+        "gap10" => "Gap10",
+        k => k,
+    }
+}
+
+/// Decimals for a row whose largest |mean| is `scale`.
+fn digits(scale: f64) -> usize {
+    if scale < 0.1 {
+        4
+    } else if scale < 1.0 {
+        3
+    } else {
+        2
+    }
+}
+
+fn datasets_of(
+    cells: &BTreeMap<(String, UciDataset, Method), Cell>,
+    kind: &str,
+) -> Vec<UciDataset> {
+    let set: BTreeSet<UciDataset> = cells
+        .keys()
+        .filter(|(k, _, _)| k == kind)
+        .map(|(_, d, _)| *d)
+        .collect();
+    set.into_iter().collect()
+}
+
+fn methods_of(cells: &BTreeMap<(String, UciDataset, Method), Cell>, kind: &str) -> Vec<Method> {
+    let set: BTreeSet<Method> = cells
+        .keys()
+        .filter(|(k, _, _)| k == kind)
+        .map(|(_, _, m)| *m)
+        .collect();
+    set.into_iter().collect()
+}
+
+/// The Table 3 block of one metric (`idx` into the cell values) for one split kind.
+fn metric_table(
+    cells: &BTreeMap<(String, UciDataset, Method), Cell>,
+    kind: &str,
+    idx: usize,
+) -> String {
+    let methods = methods_of(cells, kind);
+    let mut header = vec!["dataset"];
+    header.extend(methods.iter().map(|m| m.label()));
+    let mut rows = Vec::new();
+    for ds in datasets_of(cells, kind) {
+        // Per-method samples (finite values only).
+        let samples: Vec<Option<Vec<f64>>> = methods
+            .iter()
+            .map(|m| {
+                cells.get(&(kind.to_string(), ds, *m)).map(|c| {
+                    c.splits
+                        .values()
+                        .map(|v| v[idx])
+                        .filter(|v| v.is_finite())
+                        .collect::<Vec<f64>>()
+                })
+            })
+            .map(|s| s.filter(|v| !v.is_empty()))
+            .collect();
+        let present: Vec<usize> = (0..methods.len())
+            .filter(|&k| samples[k].is_some())
+            .collect();
+        let all: Vec<&[f64]> = present
+            .iter()
+            .filter_map(|&k| samples[k].as_deref())
+            .collect();
+        let bold = marks(&all);
+        let var: Vec<usize> = present
+            .iter()
+            .copied()
+            .filter(|&k| methods[k] != Method::Nuts)
+            .collect();
+        let var_samples: Vec<&[f64]> = var.iter().filter_map(|&k| samples[k].as_deref()).collect();
+        let under = marks(&var_samples);
+        let stats: Vec<Option<MeanStd>> = samples
+            .iter()
+            .map(|s| s.as_deref().and_then(|v| MeanStd::of(v).ok()))
+            .collect();
+        let scale = stats
+            .iter()
+            .flatten()
+            .map(|s| s.mean.abs())
+            .fold(0.0, f64::max);
+        let dg = digits(scale);
+        let mut row = vec![ds.to_string()];
+        for (k, st) in stats.iter().enumerate() {
+            let Some(st) = st else {
+                row.push("–".to_string());
+                continue;
+            };
+            let mut s = tables::mean_std(st.mean, st.std, dg);
+            if present
+                .iter()
+                .position(|&p| p == k)
+                .and_then(|i| bold.get(i).copied())
+                .unwrap_or(false)
+            {
+                s = format!("**{s}**");
+            }
+            if var
+                .iter()
+                .position(|&p| p == k)
+                .and_then(|i| under.get(i).copied())
+                .unwrap_or(false)
+            {
+                s = format!("_{s}_");
+            }
+            row.push(s);
+        }
+        rows.push(row);
+    }
+    tables::markdown(&header, &rows)
+}
+
+/// `not_worse_than_best` marks (lower is better); none when the test cannot be made.
+fn marks(samples: &[&[f64]]) -> Vec<bool> {
+    if samples.is_empty() {
+        return Vec::new();
+    }
+    not_worse_than_best(samples, Better::Lower, PAPER_ALPHA).unwrap_or_default()
+}
+
+fn time_table(cells: &BTreeMap<(String, UciDataset, Method), Cell>, kind: &str) -> String {
+    let methods = methods_of(cells, kind);
+    let mut header = vec!["dataset"];
+    header.extend(methods.iter().map(|m| m.label()));
+    let rows: Vec<Vec<String>> = datasets_of(cells, kind)
+        .into_iter()
+        .map(|ds| {
+            let mut row = vec![ds.to_string()];
+            for m in &methods {
+                let v: Vec<f64> = cells
+                    .get(&(kind.to_string(), ds, *m))
+                    .map(|c| {
+                        c.splits
+                            .values()
+                            .map(|v| v[4])
+                            .filter(|v| v.is_finite())
+                            .collect()
+                    })
+                    .unwrap_or_default();
+                row.push(match MeanStd::of(&v) {
+                    Ok(s) => format!("{:.2e}", s.mean),
+                    Err(_) => "–".to_string(),
+                });
+            }
+            row
+        })
+        .collect();
+    tables::markdown(&header, &rows)
+}
