@@ -97,7 +97,7 @@ pub use matrix::Matrix;
 pub use method::{best_lr, fit, Fit, Method, MethodSettings, LR_GRID};
 pub use model::{
     check_shapes, inv_softplus, log_sigmoid, sigmoid, softplus, Batch, Batcher, Block, FnDensity,
-    Layout, LogDensity, Rows, Transform,
+    Layout, LogDensity, PerDraw, Rows, Transform,
 };
 pub use nuts::{ess_bulk, ess_mean, split_rhat, ChainDiagnostics, Nuts, NutsResult, NutsSettings};
 pub use optim::{AdagradState, AdamState, OptimizerSettings, OptimizerState, Schedule, SgdState};

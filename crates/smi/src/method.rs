@@ -9,12 +9,15 @@
 //!
 //! let target = DiagNormal::standard(3)?;
 //! let settings = Method::Ovi
-//!     .preset(2000)
-//!     .with_optimizer(OptimizerSettings::adam(0.05))
+//!     .preset(3000)
+//!     .with_elbo_draws(50)
+//!     .with_optimizer(OptimizerSettings::adam(0.01))
 //!     .with_seed(1);
-//! let result = fit(&target, &settings, &RunSettings::steps(2000), &mut NoObserver)?;
-//! let var = result.posterior.variance();
-//! assert!(var.iter().all(|v| (v - 1.0).abs() < 0.2), "{var:?}");
+//! let result = fit(&target, &settings, &RunSettings::steps(3000), &mut NoObserver)?;
+//! // Mean-field VI on a Gaussian target is exact: mean 0, variance 1.
+//! let (mean, var) = (result.posterior.mean(), result.posterior.variance());
+//! assert!(mean.iter().all(|m| m.abs() < 0.1), "{mean:?}");
+//! assert!(var.iter().all(|v| (v - 1.0).abs() < 0.15), "{var:?}");
 //! # Ok::<(), smi::Error>(())
 //! ```
 

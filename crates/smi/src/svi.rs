@@ -80,24 +80,14 @@ impl SviSettings {
     /// # Errors
     /// [`Error::InvalidSettings`] naming the field.
     pub fn validate(&self) -> Result<()> {
-        if self.num_elbo_particles == 0 {
-            return Err(Error::invalid(
-                "num_elbo_particles",
-                "needs at least one draw",
-            ));
-        }
-        if self.batch_size == Some(0) {
-            return Err(Error::invalid("batch_size", "must be at least 1"));
-        }
-        if !self.jacobian && matches!(self.guide, GuideSettings::Normal { .. }) {
-            return Err(Error::invalid(
-                "jacobian",
-                "the Normal guide's density needs the log-Jacobian of constrained latents",
-            ));
-        }
-        self.guide.validate()?;
-        self.init.validate()?;
-        self.optimizer.validate()
+        crate::engine::validate_common(
+            self.num_elbo_particles,
+            self.batch_size,
+            self.jacobian,
+            &self.guide,
+            &self.init,
+            &self.optimizer,
+        )
     }
 }
 
@@ -228,19 +218,10 @@ impl<M: LogDensity + ?Sized> Engine for Svi<'_, M> {
     }
 
     fn posterior(&self, state: &State) -> Mixture {
-        Mixture {
-            guide: self.settings.guide,
-            particles: state.particles.clone(),
-            dim: self.model.dim(),
-        }
+        engine::mixture(self.settings.guide, state, self.model.dim())
     }
 
     fn fingerprint(&self) -> String {
-        engine::fingerprint(
-            self.name(),
-            self.model.dim(),
-            self.model.num_data(),
-            &self.settings,
-        )
+        engine::fingerprint(self.name(), self.model, &self.settings)
     }
 }

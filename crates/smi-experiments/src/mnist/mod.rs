@@ -196,7 +196,7 @@ impl Plan {
         };
         let methods = match &args.methods {
             Some(s) => parse_methods(s)?,
-            None => Method::ALL.to_vec(),
+            None => Method::VARIATIONAL.to_vec(),
         };
         let epochs = args.epochs.unwrap_or(if q { 1 } else { 100 });
         if epochs == 0 {
@@ -692,7 +692,7 @@ mod tests {
             parse_methods("smi, MAP,smi").unwrap(),
             vec![Method::Smi, Method::Map]
         );
-        assert_eq!(parse_methods("all").unwrap(), Method::ALL.to_vec());
+        assert_eq!(parse_methods("all").unwrap(), Method::VARIATIONAL.to_vec());
         assert!(parse_methods("nuts").is_err());
         assert_eq!(adagrad_lr(1), 0.7);
         assert_eq!(adagrad_lr(2), 0.8);

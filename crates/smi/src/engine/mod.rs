@@ -14,6 +14,9 @@ pub use state::{State, CHECKPOINT_FORMAT};
 use serde::{Deserialize, Serialize};
 
 use crate::error::Result;
+use crate::guide::{GuideSettings, Init};
+use crate::model::LogDensity;
+use crate::optim::OptimizerSettings;
 use crate::posterior::Mixture;
 
 /// What to do when a step produces a non-finite value (NumPyro's `stable_update`).
@@ -157,12 +160,50 @@ pub(crate) fn new_state(
 }
 
 /// The fingerprint of an engine: its name, the model's shape and its settings as JSON.
-pub(crate) fn fingerprint<S: Serialize>(
+pub(crate) fn fingerprint<M: LogDensity + ?Sized, S: Serialize>(
     name: &str,
-    dim: usize,
-    num_data: usize,
+    model: &M,
     settings: &S,
 ) -> String {
     let settings = serde_json::to_string(settings).unwrap_or_default();
-    format!("{name} d={dim} N={num_data} {settings}")
+    format!("{name} d={} N={} {settings}", model.dim(), model.num_data())
+}
+
+/// The mixture of `guide`s a state's particles parameterise, for a model of dimension `dim`.
+pub(crate) fn mixture(guide: GuideSettings, state: &State, dim: usize) -> Mixture {
+    Mixture {
+        guide,
+        particles: state.particles.clone(),
+        dim,
+    }
+}
+
+/// The checks every variational engine's settings share: S ≥ 1 draws, a batch size ≥ 1, the
+/// log-Jacobian with a Normal guide, and valid guide, init and optimizer settings.
+pub(crate) fn validate_common(
+    num_elbo_particles: usize,
+    batch_size: Option<usize>,
+    jacobian: bool,
+    guide: &GuideSettings,
+    init: &Init,
+    optimizer: &OptimizerSettings,
+) -> Result<()> {
+    if num_elbo_particles == 0 {
+        return Err(crate::Error::invalid(
+            "num_elbo_particles",
+            "needs at least one draw",
+        ));
+    }
+    if batch_size == Some(0) {
+        return Err(crate::Error::invalid("batch_size", "must be at least 1"));
+    }
+    if !jacobian && matches!(guide, GuideSettings::Normal { .. }) {
+        return Err(crate::Error::invalid(
+            "jacobian",
+            "the Normal guide's density needs the log-Jacobian of constrained latents",
+        ));
+    }
+    guide.validate()?;
+    init.validate()?;
+    optimizer.validate()
 }

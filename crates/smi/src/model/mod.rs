@@ -2,10 +2,12 @@
 
 mod batch;
 mod layout;
+mod per_draw;
 mod transform;
 
 pub use batch::{Batch, Batcher, Rows};
 pub use layout::{Block, Layout};
+pub use per_draw::PerDraw;
 pub use transform::{inv_softplus, log_sigmoid, sigmoid, softplus, Transform};
 
 use rand::RngCore;
@@ -79,9 +81,12 @@ pub fn check_shapes(dim: usize, theta: &[f64], logp: &[f64], grad: &[f64]) -> Re
     Ok(k)
 }
 
-/// A [`LogDensity`] from a closure evaluating one draw: `f(θ, grad_out) -> log p`.
+/// A [`LogDensity`] from a closure evaluating one draw: `f(θ, grad_out) -> log p` (it writes the
+/// whole gradient).
 ///
-/// Handy in tests and examples; no data, no mini-batching.
+/// Handy in tests and examples: a density without data, taken as it is (the Jacobian flag of
+/// the [`Batch`] does not apply; a model with data or constrained latents implements
+/// [`PerDraw`] or [`LogDensity`]).
 ///
 /// ```
 /// use smi::{FnDensity, LogDensity, Batch};
@@ -108,7 +113,7 @@ where
     }
 }
 
-impl<F> LogDensity for FnDensity<F>
+impl<F> PerDraw for FnDensity<F>
 where
     F: Fn(&[f64], &mut [f64]) -> f64 + Send + Sync,
 {
@@ -116,21 +121,7 @@ where
         self.dim
     }
 
-    fn log_density_and_grad(
-        &self,
-        theta: &[f64],
-        _batch: &Batch,
-        logp: &mut [f64],
-        grad: &mut [f64],
-    ) -> Result<()> {
-        check_shapes(self.dim, theta, logp, grad)?;
-        for ((t, g), l) in theta
-            .chunks_exact(self.dim)
-            .zip(grad.chunks_exact_mut(self.dim))
-            .zip(logp.iter_mut())
-        {
-            *l = (self.f)(t, g);
-        }
-        Ok(())
+    fn log_prior(&self, theta: &[f64], _jacobian: bool, grad: &mut [f64]) -> Result<f64> {
+        Ok((self.f)(theta, grad))
     }
 }

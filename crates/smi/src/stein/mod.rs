@@ -202,19 +202,10 @@ impl<M: LogDensity + ?Sized> Engine for SteinVi<'_, M> {
     }
 
     fn posterior(&self, state: &State) -> Mixture {
-        Mixture {
-            guide: self.settings.guide,
-            particles: state.particles.clone(),
-            dim: self.model.dim(),
-        }
+        engine::mixture(self.settings.guide, state, self.model.dim())
     }
 
     fn fingerprint(&self) -> String {
-        engine::fingerprint(
-            &self.name,
-            self.model.dim(),
-            self.model.num_data(),
-            &self.settings,
-        )
+        engine::fingerprint(self.name(), self.model, &self.settings)
     }
 }

@@ -164,12 +164,6 @@ impl SteinSettings {
                 "needs at least one particle",
             ));
         }
-        if self.num_elbo_particles == 0 {
-            return Err(Error::invalid(
-                "num_elbo_particles",
-                "needs at least one draw",
-            ));
-        }
         for (field, v) in [
             ("loss_temperature", self.loss_temperature),
             ("repulsion_temperature", self.repulsion_temperature),
@@ -181,18 +175,14 @@ impl SteinSettings {
                 ));
             }
         }
-        if self.batch_size == Some(0) {
-            return Err(Error::invalid("batch_size", "must be at least 1"));
-        }
-        if !self.jacobian && matches!(self.guide, GuideSettings::Normal { .. }) {
-            return Err(Error::invalid(
-                "jacobian",
-                "the Normal guide's density needs the log-Jacobian of constrained latents",
-            ));
-        }
-        self.guide.validate()?;
-        self.init.validate()?;
-        self.optimizer.validate()?;
+        crate::engine::validate_common(
+            self.num_elbo_particles,
+            self.batch_size,
+            self.jacobian,
+            &self.guide,
+            &self.init,
+            &self.optimizer,
+        )?;
         self.schedule.validate()?;
         self.kernel.build().map(|_| ())
     }

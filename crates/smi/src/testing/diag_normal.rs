@@ -5,12 +5,11 @@ use rand::RngCore;
 use rand_distr::{Distribution, StandardNormal};
 
 use crate::error::{Error, Result};
-use crate::model::Batch;
-use crate::model::{check_shapes, LogDensity};
+use crate::model::PerDraw;
 
 const LN_2PI: f64 = 1.837_877_066_409_345_5;
 
-/// log p(θ) = Σ_c log N(θ_c; μ_c, σ_c). No data; [`LogDensity::sample_prior`] samples it exactly.
+/// log p(θ) = Σ_c log N(θ_c; μ_c, σ_c). No data; [`PerDraw::sample_prior`] samples it exactly.
 #[derive(Clone, Debug, PartialEq)]
 pub struct DiagNormal {
     mean: Vec<f64>,
@@ -50,35 +49,19 @@ impl DiagNormal {
     }
 }
 
-impl LogDensity for DiagNormal {
+impl PerDraw for DiagNormal {
     fn dim(&self) -> usize {
         self.mean.len()
     }
 
-    fn log_density_and_grad(
-        &self,
-        theta: &[f64],
-        _batch: &Batch,
-        logp: &mut [f64],
-        grad: &mut [f64],
-    ) -> Result<()> {
-        let d = self.dim();
-        check_shapes(d, theta, logp, grad)?;
-        let norm: f64 = self.scale.iter().map(|s| -s.ln() - 0.5 * LN_2PI).sum();
-        for ((t, g), l) in theta
-            .chunks_exact(d)
-            .zip(grad.chunks_exact_mut(d))
-            .zip(logp.iter_mut())
-        {
-            let mut acc = norm;
-            for c in 0..d {
-                let z = (t[c] - self.mean[c]) / self.scale[c];
-                acc -= 0.5 * z * z;
-                g[c] = -z / self.scale[c];
-            }
-            *l = acc;
+    fn log_prior(&self, t: &[f64], _jacobian: bool, g: &mut [f64]) -> Result<f64> {
+        let mut acc = 0.0;
+        for (c, gc) in g.iter_mut().enumerate() {
+            let z = (t[c] - self.mean[c]) / self.scale[c];
+            acc -= 0.5 * z * z + self.scale[c].ln() + 0.5 * LN_2PI;
+            *gc = -z / self.scale[c];
         }
-        Ok(())
+        Ok(acc)
     }
 
     fn sample_prior(&self, rng: &mut dyn RngCore, out: &mut [f64]) -> Result<()> {
