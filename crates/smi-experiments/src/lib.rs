@@ -3,11 +3,11 @@
 //! One module (or folder) per experiment. Each defines its options (`Args`, clap-derivable so
 //! the `smi` command can offer them), a `run` that appends one JSON record per unit to
 //! `<out>/<experiment>.jsonl` and resumes from them, and a `report` that rebuilds its tables
-//! and figures from the records only. Methods and engines come from [`smi::method`]-layer
+//! and figures from the records only. Methods and engines come from the method-layer
 //! presets ([`smi::Method::preset`]); each experiment states only its deltas.
 //!
 //! Shared pieces: [`records`] (the JSONL records), [`progress`] (progress bars), [`tables`]
-//! (Markdown), [`plot`] (fonts and figure helpers), and [`bench`] (the benchmark cases of
+//! (Markdown), [`plot`] (fonts and figure helpers), and [`mod@bench`] (the benchmark cases of
 //! `smi bench`).
 
 pub mod bench;

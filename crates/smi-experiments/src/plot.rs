@@ -123,3 +123,28 @@ macro_rules! glyph {
     }};
 }
 pub(crate) use glyph;
+
+/// Draws the legend of `chart` at `position`: a white box of opacity `background` with a grey
+/// border, labels in the embedded font at `font_size` px, `margin` px from the plot's edge.
+pub(crate) fn draw_legend<'a, DB, CT>(
+    chart: &mut ChartContext<'a, DB, CT>,
+    position: SeriesLabelPosition,
+    background: f64,
+    font_size: u32,
+    margin: u32,
+) -> Result<()>
+where
+    DB: DrawingBackend + 'a,
+    CT: CoordTranslate,
+{
+    chart
+        .configure_series_labels()
+        .position(position)
+        .background_style(WHITE.mix(background))
+        .border_style(RGBColor(160, 160, 160))
+        .label_font((FONT_FAMILY, font_size))
+        .margin(margin)
+        .draw()
+        .map_err(plot_err)?;
+    Ok(())
+}

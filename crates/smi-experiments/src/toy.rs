@@ -5,7 +5,7 @@
 //! Settings: SMI as in docs/algorithms.md §7.1 (init radius 2, Adagrad(0.05), S = 100, guide init scale 0.1);
 //! SVGD with Adam(0.05) and init radius 2 (in two dimensions it converges without §7.1's wide
 //! init); RBF kernel, α = 1. The forces drawn are averages over 256 evaluations of
-//! [`SteinVi::force`] at the final particles: the attraction is φ with α = 0 on the same noise,
+//! [`smi::SteinVi::force`] at the final particles: the attraction is φ with α = 0 on the same noise,
 //! the repulsion the remainder.
 
 use std::path::{Path, PathBuf};
@@ -19,7 +19,7 @@ use serde_json::{json, Map, Value};
 use smi::testing::DiagNormal;
 use smi::{Engine, Init, Method, MethodSettings, OptimizerSettings, RunSettings};
 
-use crate::plot::{draw_markers, glyph, plot_err};
+use crate::plot::{draw_legend, draw_markers, glyph, plot_err};
 use crate::plot::{init_font, is_png, FONT_FAMILY};
 use crate::progress::Bar;
 use crate::records;
@@ -435,15 +435,7 @@ fn force_panel<DB: DrawingBackend>(
             (FONT_FAMILY, 15),
         )))
         .map_err(plot_err)?;
-    chart
-        .configure_series_labels()
-        .position(SeriesLabelPosition::UpperLeft)
-        .background_style(WHITE.mix(0.85))
-        .border_style(RGBColor(160, 160, 160))
-        .label_font((FONT_FAMILY, 14))
-        .margin(8)
-        .draw()
-        .map_err(plot_err)?;
+    draw_legend(&mut chart, SeriesLabelPosition::UpperLeft, 0.85, 14, 8)?;
     Ok(())
 }
 
@@ -605,14 +597,6 @@ fn variance_panel<DB: DrawingBackend>(
             Text::new(t, (x, y + 0.01 * y_max), style)
         }))
         .map_err(plot_err)?;
-    chart
-        .configure_series_labels()
-        .position(SeriesLabelPosition::UpperLeft)
-        .background_style(WHITE.mix(0.9))
-        .border_style(RGBColor(160, 160, 160))
-        .label_font((FONT_FAMILY, 14))
-        .margin(8)
-        .draw()
-        .map_err(plot_err)?;
+    draw_legend(&mut chart, SeriesLabelPosition::UpperLeft, 0.9, 14, 8)?;
     Ok(())
 }

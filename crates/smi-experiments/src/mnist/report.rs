@@ -10,60 +10,29 @@ struct Column {
     better: Better,
 }
 
+/// A [`Column`] in one line.
+const fn col(key: &'static str, header: &'static str, better: Better) -> Column {
+    Column {
+        key,
+        header,
+        better,
+    }
+}
+
 const PAPER_COLUMNS: [Column; 6] = [
-    Column {
-        key: "conf",
-        header: "Conf↑",
-        better: Better::Higher,
-    },
-    Column {
-        key: "nll",
-        header: "NLL↓",
-        better: Better::Lower,
-    },
-    Column {
-        key: "acc",
-        header: "Acc↑",
-        better: Better::Higher,
-    },
-    Column {
-        key: "brier",
-        header: "Brier↓",
-        better: Better::Lower,
-    },
-    Column {
-        key: "ece",
-        header: "ECE↓",
-        better: Better::Lower,
-    },
-    Column {
-        key: "mce",
-        header: "MCE↓",
-        better: Better::Lower,
-    },
+    col("conf", "Conf↑", Better::Higher),
+    col("nll", "NLL↓", Better::Lower),
+    col("acc", "Acc↑", Better::Higher),
+    col("brier", "Brier↓", Better::Lower),
+    col("ece", "ECE↓", Better::Lower),
+    col("mce", "MCE↓", Better::Lower),
 ];
 
 const STANDARD_COLUMNS: [Column; 4] = [
-    Column {
-        key: "acc_argmax",
-        header: "Acc (argmax)↑",
-        better: Better::Higher,
-    },
-    Column {
-        key: "nll",
-        header: "NLL↓",
-        better: Better::Lower,
-    },
-    Column {
-        key: "ece_weighted",
-        header: "ECE (weighted)↓",
-        better: Better::Lower,
-    },
-    Column {
-        key: "mce_weighted",
-        header: "MCE (non-empty bins)↓",
-        better: Better::Lower,
-    },
+    col("acc_argmax", "Acc (argmax)↑", Better::Higher),
+    col("nll", "NLL↓", Better::Lower),
+    col("ece_weighted", "ECE (weighted)↓", Better::Lower),
+    col("mce_weighted", "MCE (non-empty bins)↓", Better::Lower),
 ];
 
 /// The per-draw values of `key` in a record (finite values only), or the mean alone when the

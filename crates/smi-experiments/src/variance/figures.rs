@@ -2,7 +2,7 @@
 //! distance, one series per method and particle count.
 
 use super::*;
-use crate::plot::{draw_markers, glyph, plot_err, ramp};
+use crate::plot::{draw_legend, draw_markers, glyph, plot_err, ramp};
 
 /// Colour of a series (Okabe–Ito palette, fixed per method so figures agree).
 pub(crate) fn series_color(series: &str) -> RGBColor {
@@ -141,15 +141,7 @@ fn log_panel<DB: DrawingBackend>(
         draw_reference(&mut chart, x_range, r, label)?;
     }
     draw_series_list(&mut chart, series, floor)?;
-    chart
-        .configure_series_labels()
-        .position(legend_pos)
-        .background_style(WHITE.mix(0.9))
-        .border_style(RGBColor(160, 160, 160))
-        .label_font((FONT_FAMILY, 16))
-        .margin(12)
-        .draw()
-        .map_err(plot_err)?;
+    draw_legend(&mut chart, legend_pos, 0.9, 16, 12)?;
     Ok(())
 }
 
@@ -351,15 +343,7 @@ fn location_panel<DB: DrawingBackend>(
             .legend(glyph!(color, shape));
         draw_markers(&mut chart, &s.points, shape, color, s.size)?;
     }
-    chart
-        .configure_series_labels()
-        .position(SeriesLabelPosition::UpperLeft)
-        .background_style(WHITE.mix(0.9))
-        .border_style(RGBColor(160, 160, 160))
-        .label_font((FONT_FAMILY, 16))
-        .margin(12)
-        .draw()
-        .map_err(plot_err)?;
+    draw_legend(&mut chart, SeriesLabelPosition::UpperLeft, 0.9, 16, 12)?;
     Ok(())
 }
 

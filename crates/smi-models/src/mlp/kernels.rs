@@ -88,7 +88,7 @@ pub trait MlpFloat:
         }
     }
 
-    /// tanh of one value in this precision (libm's for `f64`, [`tanh_f32`] for `f32`).
+    /// tanh of one value in this precision (libm's for `f64`, `tanh_f32` for `f32`).
     fn tanh_scalar(self) -> Self;
 }
 

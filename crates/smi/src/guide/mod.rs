@@ -194,7 +194,7 @@ impl GuideSettings {
     /// Fills `eps` with standard-normal noise (nothing for Delta).
     ///
     /// Large buffers are filled in parallel: the buffer is cut into blocks of
-    /// [`NOISE_BLOCK`] values, each drawn from its own ChaCha8 stream seeded by one `u64` from
+    /// `NOISE_BLOCK` values, each drawn from its own ChaCha8 stream seeded by one `u64` from
     /// `rng`, so the result depends only on `rng`'s state, not on the thread count.
     pub fn draw_noise<R: Rng + ?Sized>(&self, rng: &mut R, eps: &mut [f64]) {
         if eps.len() <= NOISE_BLOCK {

@@ -175,6 +175,24 @@ mod tests {
         -0.5 * ((u - mu) / s).powi(2) - s.ln() - 0.5 * LN_2PI
     }
 
+    /// log q(u) of the uniform mixture of Normal `parts` (m×2d), summed directly, and each
+    /// component's responsibility.
+    fn direct_mixture(parts: &Matrix, u: &[f64]) -> (f64, Vec<f64>) {
+        let d = u.len();
+        let comps: Vec<f64> = (0..parts.rows())
+            .map(|j| {
+                let p = parts.row(j);
+                (0..d)
+                    .map(|c| log_normal(u[c], p[c], softplus(p[d + c])))
+                    .sum::<f64>()
+            })
+            .collect();
+        let mx = comps.iter().cloned().fold(f64::NEG_INFINITY, f64::max);
+        let sum: f64 = comps.iter().map(|v| (v - mx).exp()).sum();
+        let resp = comps.iter().map(|v| (v - mx).exp() / sum).collect();
+        (mx + sum.ln() - (parts.rows() as f64).ln(), resp)
+    }
+
     #[test]
     fn mixture_density_matches_direct_sum_and_gradient_matches_fd() {
         let d = 3;
@@ -198,18 +216,7 @@ mod tests {
         ])
         .unwrap();
         let theta = vec![0.3, -0.2, 1.0, 5.0, 4.0, -3.0];
-        let direct = |u: &[f64]| {
-            let comps: Vec<f64> = (0..2)
-                .map(|j| {
-                    let p = parts.row(j);
-                    (0..d)
-                        .map(|c| log_normal(u[c], p[c], softplus(p[d + c])))
-                        .sum::<f64>()
-                })
-                .collect();
-            let mx = comps.iter().cloned().fold(f64::NEG_INFINITY, f64::max);
-            mx + comps.iter().map(|v| (v - mx).exp()).sum::<f64>().ln() - 2f64.ln()
-        };
+        let direct = |u: &[f64]| direct_mixture(&parts, u).0;
         let mut lq = vec![0.0; 2];
         let mut g = vec![0.0; 6];
         mixture_log_density(&parts, &theta, &mut lq, &mut g);
@@ -246,17 +253,7 @@ mod tests {
         mixture_log_density(&parts, &theta, &mut lq, &mut g);
         for r in (0..k).step_by(37) {
             let u = &theta[r * d..(r + 1) * d];
-            let comps: Vec<f64> = (0..m)
-                .map(|j| {
-                    let p = parts.row(j);
-                    (0..d)
-                        .map(|c| log_normal(u[c], p[c], softplus(p[d + c])))
-                        .sum::<f64>()
-                })
-                .collect();
-            let mx = comps.iter().cloned().fold(f64::NEG_INFINITY, f64::max);
-            let sum: f64 = comps.iter().map(|v| (v - mx).exp()).sum();
-            let want = mx + sum.ln() - (m as f64).ln();
+            let (want, resp) = direct_mixture(&parts, u);
             // sums of 1000 terms of size ≈ 10: 1e-9 relative to |log q| ≈ 1e4 is rounding
             assert!((lq[r] - want).abs() < 1e-9 * want.abs(), "row {r}");
             for c in (0..d).step_by(53) {
@@ -265,7 +262,7 @@ mod tests {
                     .map(|j| {
                         let p = parts.row(j);
                         let s = softplus(p[d + c]);
-                        -(comps[j] - mx).exp() / sum * (u[c] - p[c]) / (s * s)
+                        -resp[j] * (u[c] - p[c]) / (s * s)
                     })
                     .sum();
                 assert!(

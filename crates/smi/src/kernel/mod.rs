@@ -428,15 +428,7 @@ impl KernelSettings {
 mod tests {
     use super::*;
 
-    fn x4() -> Matrix {
-        Matrix::from_rows(&[
-            vec![1.0, 2.0],
-            vec![10.0, 5.0],
-            vec![7.0, 3.0],
-            vec![2.0, -1.0],
-        ])
-        .unwrap()
-    }
+    use super::testutil::x4;
 
     #[test]
     fn settings_default_is_rbf_norm_and_round_trips() {

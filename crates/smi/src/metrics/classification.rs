@@ -193,15 +193,24 @@ fn argmax(p: &[f64]) -> (usize, f64) {
 /// # Errors
 /// [`Error::Shape`] if `labels.len() != n`; [`Error::Data`] if a label is ≥ C.
 pub fn nll_per_draw(probs: &ClassProbs, labels: &[usize]) -> Result<Vec<f64>> {
+    mean_per_draw(probs, labels, |p, y| -p[y].ln())
+}
+
+/// (1/n) Σ_i f(p_{s,i}, y_i) for every draw s, after checking the labels.
+fn mean_per_draw(
+    probs: &ClassProbs,
+    labels: &[usize],
+    f: impl Fn(&[f64], usize) -> f64,
+) -> Result<Vec<f64>> {
     probs.check_labels(labels)?;
     Ok((0..probs.draws)
         .map(|s| {
-            let ll: f64 = labels
+            let total: f64 = labels
                 .iter()
                 .enumerate()
-                .map(|(i, &y)| probs.probs(s, i)[y].ln())
+                .map(|(i, &y)| f(probs.probs(s, i), y))
                 .sum();
-            -ll / probs.n as f64
+            total / probs.n as f64
         })
         .collect())
 }
@@ -273,27 +282,15 @@ fn sample_categorical(p: &[f64], u: f64) -> usize {
 /// # Errors
 /// [`Error::Shape`] if `labels.len() != n`; [`Error::Data`] if a label is ≥ C.
 pub fn brier_per_draw(probs: &ClassProbs, labels: &[usize]) -> Result<Vec<f64>> {
-    probs.check_labels(labels)?;
-    Ok((0..probs.draws)
-        .map(|s| {
-            let total: f64 = labels
-                .iter()
-                .enumerate()
-                .map(|(i, &y)| {
-                    probs
-                        .probs(s, i)
-                        .iter()
-                        .enumerate()
-                        .map(|(k, &p)| {
-                            let t = if k == y { 1.0 } else { 0.0 };
-                            (p - t) * (p - t)
-                        })
-                        .sum::<f64>()
-                })
-                .sum();
-            total / probs.n as f64
-        })
-        .collect())
+    mean_per_draw(probs, labels, |p, y| {
+        p.iter()
+            .enumerate()
+            .map(|(k, &pk)| {
+                let t = if k == y { 1.0 } else { 0.0 };
+                (pk - t) * (pk - t)
+            })
+            .sum::<f64>()
+    })
 }
 
 /// Standard per-draw accuracy with the argmax label: (1/n) Σ_i 1[argmax_k p_{s,i,k} = y_i]

@@ -22,7 +22,7 @@ pub struct ChainDiagnostics {
     pub init: Vec<f64>,
 }
 
-/// The draws and diagnostics of [`Nuts::sample`].
+/// The draws and diagnostics of [`crate::Nuts::sample`].
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 pub struct NutsResult {
     /// (num_chains·num_draws) × d draws in unconstrained space; chain c occupies rows
@@ -40,10 +40,10 @@ pub struct NutsResult {
     pub divergences: usize,
     /// Mean tree depth over the kept draws of all chains.
     pub mean_tree_depth: f64,
-    /// Rank-normalised split-R̂ per coordinate (length d, [`diagnostics::split_rhat`]); `Some`
+    /// Rank-normalised split-R̂ per coordinate (length d, [`crate::split_rhat`]); `Some`
     /// when num_chains > 1 and num_draws ≥ 4.
     pub rhat: Option<Vec<f64>>,
-    /// Bulk ESS per coordinate (length d, [`diagnostics::ess_bulk`]); `Some` when
+    /// Bulk ESS per coordinate (length d, [`crate::ess_bulk`]); `Some` when
     /// num_chains > 1 and num_draws ≥ 4.
     pub ess_bulk: Option<Vec<f64>>,
 }
@@ -78,7 +78,7 @@ impl NutsResult {
         Ok(&self.draws.as_slice()[r.start * d..r.end * d])
     }
 
-    /// Coordinate `j` of every draw, one vector per chain: the input of [`diagnostics`].
+    /// Coordinate `j` of every draw, one vector per chain: the input of [`crate::split_rhat`] and [`crate::ess_bulk`].
     pub fn coordinate_chains(&self, j: usize) -> Vec<Vec<f64>> {
         (0..self.num_chains)
             .map(|c| self.chain_range(c).map(|i| self.draws.get(i, j)).collect())

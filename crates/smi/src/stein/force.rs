@@ -108,6 +108,21 @@ mod tests {
 
     const LN_2PI: f64 = 1.837_877_066_409_345_5;
 
+    /// ĝ of every particle on the full data, τ = 1, one group.
+    fn gradients<M: LogDensity>(
+        target: &M,
+        guide: &GuideSettings,
+        parts: &Matrix,
+        eps: &[f64],
+        s: usize,
+    ) -> Vec<Matrix> {
+        let mut sc = Scratch::default();
+        let batch = Batch::full();
+        elbo_gradients(target, guide, parts, eps, &batch, 1.0, s, 1, &mut sc)
+            .unwrap()
+            .0
+    }
+
     fn log_n(x: f64, mu: f64, s: f64) -> f64 {
         -0.5 * ((x - mu) / s).powi(2) - s.ln() - 0.5 * LN_2PI
     }
@@ -179,19 +194,7 @@ mod tests {
             .map(|i| ((i as f64) * 1.7).sin() * 1.3)
             .collect();
         let guide = GuideSettings::normal();
-        let mut sc = Scratch::default();
-        let (g, _) = elbo_gradients(
-            &target,
-            &guide,
-            &parts,
-            &eps,
-            &Batch::full(),
-            1.0,
-            s,
-            1,
-            &mut sc,
-        )
-        .unwrap();
+        let g = gradients(&target, &guide, &parts, &eps, s);
         let g = &g[0];
         // ℓ_i(ψ_i) with the denominator's particles fixed at `parts`.
         let ell = |i: usize, psi: &[f64]| {
@@ -243,19 +246,7 @@ mod tests {
         let guide = GuideSettings::normal();
         let mut eps = vec![0.0; m * s * d];
         guide.draw_noise(&mut rng, &mut eps);
-        let mut sc = Scratch::default();
-        let (g, _) = elbo_gradients(
-            &target,
-            &guide,
-            &parts,
-            &eps,
-            &Batch::full(),
-            1.0,
-            s,
-            1,
-            &mut sc,
-        )
-        .unwrap();
+        let g = gradients(&target, &guide, &parts, &eps, s);
         let full_l = |ps: &Matrix| {
             let mut theta = vec![0.0; m * s * d];
             for i in 0..m {
