@@ -33,25 +33,32 @@
     deny(clippy::unwrap_used, clippy::expect_used, clippy::panic)
 )]
 
-pub mod error;
-pub mod legacy_rng;
-pub mod mnist;
-pub mod preprocess;
-pub mod text;
-pub mod uci;
-pub mod wave;
+// Modules are private; every public item has one path, at this crate's root.
+mod error;
+mod legacy_rng;
+mod mnist;
+mod preprocess;
+mod text;
+mod uci;
+mod wave;
 
 use std::path::PathBuf;
 
 pub use error::{Error, Result};
 pub use legacy_rng::LegacyRandomState;
-pub use mnist::{read_idx_images, read_idx_labels, IdxImages, Mnist, MnistPart};
+pub use mnist::{
+    read_idx_images, read_idx_labels, IdxImages, Mnist, MnistPart, FILES as MNIST_FILES,
+    IMAGES_MAGIC, LABELS_MAGIC, NUM_CLASSES, TEST_SIZE, TRAIN_SIZE,
+};
 pub use preprocess::{prepare, train_test_split_indices, Features, Prepared, Standardizer};
 pub use text::{parse_table, read_table, Table};
 pub use uci::{
     gap_splits, ColumnConvention, Split, SplitKind, UciData, UciDataset, GAP10_TEST_FRACTION,
 };
-pub use wave::{wave_fn, WaveData, WavePhase, WaveSet, WaveSettings};
+pub use wave::{
+    clusters, linspace, uniform_clusters, uniform_interval, wave_fn, WaveData, WavePhase, WaveSet,
+    WaveSettings,
+};
 
 /// Environment variable that overrides [`default_data_dir`].
 pub const DATA_DIR_ENV: &str = "SMI_DATA_DIR";

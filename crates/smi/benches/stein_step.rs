@@ -9,7 +9,7 @@ use rand::{Rng, SeedableRng};
 use rand_chacha::ChaCha8Rng;
 use smi::kernel::KernelSettings;
 use smi::testing::DiagNormal;
-use smi::{Engine, GradientReuse, Layout, Matrix, SteinSettings, SteinVi};
+use smi::{GradientReuse, Layout, Matrix, MethodSettings, SteinSettings};
 
 fn smi_settings(reuse: GradientReuse) -> SteinSettings {
     let mut s = SteinSettings::smi();
@@ -31,7 +31,7 @@ fn stein_step(c: &mut Criterion) {
             s
         }),
     ] {
-        let engine = SteinVi::new(&target, settings).unwrap();
+        let engine = MethodSettings::Stein(settings).build(&target).unwrap();
         let mut state = engine.init().unwrap();
         group.bench_function(name, |b| {
             b.iter(|| std::hint::black_box(engine.step(&mut state, None).unwrap()))

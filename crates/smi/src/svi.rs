@@ -115,21 +115,9 @@ impl<'a, M: LogDensity + ?Sized> Svi<'a, M> {
     /// From [`SviSettings::validate`]; a batch size larger than the data.
     pub fn new(model: &'a M, settings: SviSettings) -> Result<Self> {
         settings.validate()?;
-        if model.dim() == 0 {
-            return Err(Error::invalid("dim", "the model has no parameters"));
-        }
-        let n = model.num_data();
-        if let (Some(b), true) = (settings.batch_size, n > 0) {
-            if b > n {
-                return Err(Error::invalid(
-                    "batch_size",
-                    format!("{b} exceeds the model's {n} data rows"),
-                ));
-            }
-        }
         Ok(Svi {
             model,
-            batcher: Batcher::new(n, settings.batch_size),
+            batcher: engine::batcher_for(model, settings.batch_size)?,
             settings,
             scratch: Mutex::new(SviScratch::default()),
         })

@@ -10,7 +10,7 @@ use rand_chacha::ChaCha8Rng;
 use serde_json::{json, Map, Value};
 use smi::metrics::{gaussian_log_lik, hdi_per_point, lppd, lppd_log_sum};
 use smi::{Init, Matrix, MethodSettings, NutsSettings, OptimizerSettings, RunSettings};
-use smi_data::wave::{WaveData, WavePhase, WaveSettings};
+use smi_data::{WaveData, WavePhase, WaveSettings};
 use smi_models::{BnnRegression, Precision};
 
 use crate::progress::Bar;
@@ -258,6 +258,23 @@ impl Problem {
         let b = self.settings.between;
         x > b.0 && x < b.1
     }
+}
+
+/// The options the wave and recovery experiments share: the problem and its repeats.
+#[derive(clap::Args, Debug, Clone)]
+pub struct ProblemArgs {
+    /// Network size: width 5 (low), 100 (moderate) or both [default: both; low with --quick].
+    #[arg(long, value_enum)]
+    pub size: Option<SizeArg>,
+    /// Repeats, seeded from the master seed [default: 10; 1 with --quick].
+    #[arg(long)]
+    pub repeats: Option<usize>,
+    /// Phase of the sine: the code's (x + 1/3) or the paper's printed (x + 2/3).
+    #[arg(long, value_enum, default_value = "code")]
+    pub phase: PhaseArg,
+    /// Master seed of the repeats.
+    #[arg(long, default_value_t = MASTER_SEED)]
+    pub seed: u64,
 }
 
 /// The per-repeat seeds: `repeats` u64 from ChaCha8 seeded with the master seed.

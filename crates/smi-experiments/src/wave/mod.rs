@@ -22,7 +22,7 @@ use serde_json::{json, Map, Value};
 
 use self::common::{
     default_nuts, default_steps, evaluate, fit, mean_std, repeat_seeds, FitSpec, Method, PhaseArg,
-    Problem, Region, Size, SizeArg, MASTER_SEED, PARTICLES, PREDICTIVE_DRAWS, SMI_ELBO_DRAWS,
+    Problem, ProblemArgs, Region, Size, SizeArg, PARTICLES, PREDICTIVE_DRAWS, SMI_ELBO_DRAWS,
 };
 use crate::plot::{init_font, FONT_FAMILY};
 use crate::records;
@@ -36,12 +36,8 @@ const BANDS: &str = "wave-bands";
 /// Options of `smi reproduce wave`.
 #[derive(clap::Args, Debug)]
 pub struct Args {
-    /// Network size: width 5 (low), 100 (moderate) or both [default: both; low with --quick].
-    #[arg(long, value_enum)]
-    pub size: Option<SizeArg>,
-    /// Repeats, seeded from the master seed [default: 10; 1 with --quick].
-    #[arg(long)]
-    pub repeats: Option<usize>,
+    #[command(flatten)]
+    pub problem: ProblemArgs,
     /// Steps of every optimisation method [default: 15000 for SMI/SVGD/ASVGD, 50000 for
     /// OVI/MAP; 300 with --quick].
     #[arg(long)]
@@ -53,12 +49,6 @@ pub struct Args {
         default_value = "smi,svgd,asvgd,ovi,map,nuts"
     )]
     pub methods: Vec<String>,
-    /// Phase of the sine: the code's (x + 1/3) or the paper's printed (x + 2/3).
-    #[arg(long, value_enum, default_value = "code")]
-    pub phase: PhaseArg,
-    /// Master seed of the repeats.
-    #[arg(long, default_value_t = MASTER_SEED)]
-    pub seed: u64,
     /// Predictive draws of SMI and OVI [default: 5000; 200 with --quick].
     #[arg(long)]
     pub draws: Option<usize>,
@@ -94,10 +84,11 @@ impl Plan {
         let q = a.quick;
         let plan = Plan {
             sizes: a
+                .problem
                 .size
                 .unwrap_or(if q { SizeArg::Low } else { SizeArg::Both })
                 .sizes(),
-            repeats: a.repeats.unwrap_or(if q { 1 } else { 10 }),
+            repeats: a.problem.repeats.unwrap_or(if q { 1 } else { 10 }),
             steps: a.steps.or(if q { Some(300) } else { None }),
             methods,
             draws: a.draws.unwrap_or(if q { 200 } else { PREDICTIVE_DRAWS }),
@@ -144,10 +135,10 @@ pub fn run(args: &Args) -> Result<()> {
     let plan = Plan::of(args)?;
     let out = &args.out;
     std::fs::create_dir_all(out).with_context(|| format!("cannot create {}", out.display()))?;
-    let seeds = repeat_seeds(args.seed, plan.repeats);
+    let seeds = repeat_seeds(args.problem.seed, plan.repeats);
     let mut done: Vec<Map<String, Value>> = Vec::new();
     for &size in &plan.sizes {
-        let problem = Problem::new(size, args.phase)?;
+        let problem = Problem::new(size, args.problem.phase)?;
         for (r, &seed) in seeds.iter().enumerate() {
             for &method in &plan.methods {
                 let spec = FitSpec {
@@ -170,14 +161,14 @@ pub fn run(args: &Args) -> Result<()> {
                     "hidden": size.hidden(),
                     "repeat": r,
                     "seed": seed,
-                    "master_seed": args.seed,
+                    "master_seed": args.problem.seed,
                     "steps": fitted.steps,
                     "seconds": fitted.seconds,
                     "eval_seconds": eval.seconds,
                     "skipped_steps": fitted.skipped_steps,
                     "quick": args.quick,
                     "config": {
-                        "phase": args.phase.name(),
+                        "phase": args.problem.phase.name(),
                         "dim": smi::LogDensity::dim(&problem.model),
                         "noise": 0.1,
                         "prior_scale": 1.0,
@@ -199,7 +190,7 @@ pub fn run(args: &Args) -> Result<()> {
                         "size": size.name(),
                         "repeat": r,
                         "seed": seed,
-                        "phase": args.phase.name(),
+                        "phase": args.problem.phase.name(),
                         "x": eval.band.x,
                         "lower": eval.band.lower,
                         "upper": eval.band.upper,
@@ -397,7 +388,7 @@ fn figure(bands: &[Map<String, Value>], path: &Path) -> Result<()> {
         .grid
         .x
         .iter()
-        .map(|&x| (x, smi_data::wave::wave_fn(x, phase.phase())))
+        .map(|&x| (x, smi_data::wave_fn(x, phase.phase())))
         .collect();
     let (ymin, ymax) = truth
         .iter()

@@ -17,8 +17,8 @@ use anyhow::{Context, Result};
 use serde_json::{json, Map, Value};
 
 use super::common::{
-    default_nuts, evaluate, fit, repeat_seeds, FitSpec, Method, PhaseArg, Problem, Region, Size,
-    SizeArg, MASTER_SEED, PARTICLES, PREDICTIVE_DRAWS, SMI_ELBO_DRAWS, STEIN_STEPS,
+    default_nuts, evaluate, fit, repeat_seeds, FitSpec, Method, Problem, ProblemArgs, Region, Size,
+    SizeArg, PARTICLES, PREDICTIVE_DRAWS, SMI_ELBO_DRAWS, STEIN_STEPS,
 };
 use crate::records;
 use crate::tables::markdown;
@@ -46,27 +46,17 @@ impl SvgdLppd {
 /// Options of `smi reproduce recovery`.
 #[derive(clap::Args, Debug)]
 pub struct Args {
-    /// Network size: width 5 (low), 100 (moderate) or both [default: both; low with --quick].
-    #[arg(long, value_enum)]
-    pub size: Option<SizeArg>,
+    #[command(flatten)]
+    pub problem: ProblemArgs,
     /// Largest SVGD particle count tried [default: 256; 8 with --quick].
     #[arg(long)]
     pub max_particles: Option<usize>,
-    /// Repeats, seeded from the master seed [default: 10; 1 with --quick].
-    #[arg(long)]
-    pub repeats: Option<usize>,
     /// Steps of SMI and of every SVGD run [default: 15000; 300 with --quick].
     #[arg(long)]
     pub steps: Option<u64>,
     /// LPPD used for SVGD: proper (with 1/m) or the paper's artifact (without).
     #[arg(long, value_enum, default_value = "proper")]
     pub svgd_lppd: SvgdLppd,
-    /// Phase of the sine: the code's (x + 1/3) or the paper's printed (x + 2/3).
-    #[arg(long, value_enum, default_value = "code")]
-    pub phase: PhaseArg,
-    /// Master seed of the repeats.
-    #[arg(long, default_value_t = MASTER_SEED)]
-    pub seed: u64,
     /// Predictive draws of SMI [default: 5000; 200 with --quick].
     #[arg(long)]
     pub draws: Option<usize>,
@@ -96,11 +86,12 @@ fn particle_counts(cap: usize) -> Vec<usize> {
 pub fn run(args: &Args) -> Result<()> {
     let q = args.quick;
     let sizes = args
+        .problem
         .size
         .unwrap_or(if q { SizeArg::Low } else { SizeArg::Both })
         .sizes();
     let cap = args.max_particles.unwrap_or(if q { 8 } else { 256 });
-    let repeats = args.repeats.unwrap_or(if q { 1 } else { 10 });
+    let repeats = args.problem.repeats.unwrap_or(if q { 1 } else { 10 });
     let steps = args.steps.unwrap_or(if q { 300 } else { STEIN_STEPS });
     let draws = args.draws.unwrap_or(if q { 200 } else { PREDICTIVE_DRAWS });
     anyhow::ensure!(cap >= 1, "--max-particles must be at least 1");
@@ -109,11 +100,11 @@ pub fn run(args: &Args) -> Result<()> {
     anyhow::ensure!(draws >= 1, "--draws must be at least 1");
     let out = &args.out;
     std::fs::create_dir_all(out).with_context(|| format!("cannot create {}", out.display()))?;
-    let seeds = repeat_seeds(args.seed, repeats);
+    let seeds = repeat_seeds(args.problem.seed, repeats);
     let counts = particle_counts(cap);
     let mut done = Vec::new();
     for &size in &sizes {
-        let problem = Problem::new(size, args.phase)?;
+        let problem = Problem::new(size, args.problem.phase)?;
         for (r, &seed) in seeds.iter().enumerate() {
             let spec = |method, particles| FitSpec {
                 method,
@@ -180,7 +171,7 @@ pub fn run(args: &Args) -> Result<()> {
                     "region": region.name(),
                     "repeat": r,
                     "seed": seed,
-                    "master_seed": args.seed,
+                    "master_seed": args.problem.seed,
                     "recovery_point": point,
                     "capped": capped,
                     "max_particles": cap,
@@ -190,7 +181,7 @@ pub fn run(args: &Args) -> Result<()> {
                         + svgd_seconds.values().filter_map(Value::as_f64).sum::<f64>(),
                     "quick": q,
                     "config": {
-                        "phase": args.phase.name(),
+                        "phase": args.problem.phase.name(),
                         "smi_particles": PARTICLES,
                         "smi_elbo_draws": SMI_ELBO_DRAWS,
                         "smi_predictive_draws": draws,

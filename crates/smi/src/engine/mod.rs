@@ -169,6 +169,27 @@ pub(crate) fn fingerprint<M: LogDensity + ?Sized, S: Serialize>(
     format!("{name} d={} N={} {settings}", model.dim(), model.num_data())
 }
 
+/// The mini-batcher of an engine over `model`, after checking that the model has parameters and
+/// that `batch_size` does not exceed its data rows.
+pub(crate) fn batcher_for<M: LogDensity + ?Sized>(
+    model: &M,
+    batch_size: Option<usize>,
+) -> Result<crate::model::Batcher> {
+    if model.dim() == 0 {
+        return Err(crate::Error::invalid("dim", "the model has no parameters"));
+    }
+    let n = model.num_data();
+    if let (Some(b), true) = (batch_size, n > 0) {
+        if b > n {
+            return Err(crate::Error::invalid(
+                "batch_size",
+                format!("{b} exceeds the model's {n} data rows"),
+            ));
+        }
+    }
+    Ok(crate::model::Batcher::new(n, batch_size))
+}
+
 /// The mixture of `guide`s a state's particles parameterise, for a model of dimension `dim`.
 pub(crate) fn mixture(guide: GuideSettings, state: &State, dim: usize) -> Mixture {
     Mixture {

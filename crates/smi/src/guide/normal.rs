@@ -175,6 +175,14 @@ mod tests {
         -0.5 * ((u - mu) / s).powi(2) - s.ln() - 0.5 * LN_2PI
     }
 
+    /// (f(x + h e_i) − f(x − h e_i)) / 2h.
+    fn central_diff(f: impl Fn(&[f64]) -> f64, x: &[f64], i: usize, h: f64) -> f64 {
+        let (mut up, mut dn) = (x.to_vec(), x.to_vec());
+        up[i] += h;
+        dn[i] -= h;
+        (f(&up) - f(&dn)) / (2.0 * h)
+    }
+
     /// log q(u) of the uniform mixture of Normal `parts` (m×2d), summed directly, and each
     /// component's responsibility.
     fn direct_mixture(parts: &Matrix, u: &[f64]) -> (f64, Vec<f64>) {
@@ -224,12 +232,7 @@ mod tests {
             let u = &theta[k * d..(k + 1) * d];
             assert!((lq[k] - direct(u)).abs() < 1e-10);
             for c in 0..d {
-                let h = 1e-6;
-                let mut up = u.to_vec();
-                up[c] += h;
-                let mut dn = u.to_vec();
-                dn[c] -= h;
-                let fd = (direct(&up) - direct(&dn)) / (2.0 * h);
+                let fd = central_diff(direct, u, c, 1e-6);
                 assert!((fd - g[k * d + c]).abs() < 1e-6, "k={k} c={c}");
             }
         }
@@ -291,12 +294,7 @@ mod tests {
         let mut out = vec![0.0; 4];
         pullback(&psi, &eps, &delta, &mut out);
         for i in 0..4 {
-            let h = 1e-6;
-            let mut up = psi.clone();
-            up[i] += h;
-            let mut dn = psi.clone();
-            dn[i] -= h;
-            assert!(((f(&up) - f(&dn)) / (2.0 * h) - out[i]).abs() < 1e-7);
+            assert!((central_diff(&f, &psi, i, 1e-6) - out[i]).abs() < 1e-7);
         }
     }
 }

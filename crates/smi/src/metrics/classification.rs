@@ -471,11 +471,21 @@ pub fn paper_calibration_per_draw(
     labels: &[usize],
     bins: usize,
 ) -> Result<Vec<Calibration>> {
+    calibration_per_draw(probs, labels, bins, paper_calibration)
+}
+
+/// `calibration` of every draw with conf = max_k p and the argmax prediction.
+fn calibration_per_draw(
+    probs: &ClassProbs,
+    labels: &[usize],
+    bins: usize,
+    calibration: fn(&[f64], &[bool], usize) -> Result<Calibration>,
+) -> Result<Vec<Calibration>> {
     probs.check_labels(labels)?;
     (0..probs.draws)
         .map(|s| {
             let (conf, correct) = probs.conf_correct(s, labels);
-            paper_calibration(&conf, &correct, bins)
+            calibration(&conf, &correct, bins)
         })
         .collect()
 }
@@ -490,13 +500,7 @@ pub fn standard_calibration_per_draw(
     labels: &[usize],
     bins: usize,
 ) -> Result<Vec<Calibration>> {
-    probs.check_labels(labels)?;
-    (0..probs.draws)
-        .map(|s| {
-            let (conf, correct) = probs.conf_correct(s, labels);
-            standard_calibration(&conf, &correct, bins)
-        })
-        .collect()
+    calibration_per_draw(probs, labels, bins, standard_calibration)
 }
 
 /// Every classification metric as mean ± std (ddof 0) over the S draws (docs/algorithms.md §8, MNIST).

@@ -611,24 +611,17 @@ mod tests {
     #[test]
     fn unrecoverable_model_errors_abort() {
         struct Failing;
-        impl LogDensity for Failing {
+        impl crate::PerDraw for Failing {
             fn dim(&self) -> usize {
                 2
             }
-            fn log_density_and_grad(
-                &self,
-                theta: &[f64],
-                _: &Batch,
-                logp: &mut [f64],
-                grad: &mut [f64],
-            ) -> Result<()> {
+            fn log_prior(&self, theta: &[f64], _: bool, grad: &mut [f64]) -> Result<f64> {
                 if theta[0] > 1.5 {
                     return Err(Error::Data("boom".into()));
                 }
-                logp[0] = -0.5 * (theta[0] * theta[0] + theta[1] * theta[1]);
                 grad[0] = -theta[0];
                 grad[1] = -theta[1];
-                Ok(())
+                Ok(-0.5 * (theta[0] * theta[0] + theta[1] * theta[1]))
             }
         }
         let err = Nuts::new(settings(200, 200, 2, 0))
@@ -640,29 +633,16 @@ mod tests {
     #[test]
     fn invalid_settings_are_rejected() {
         let model = std_normal(1);
-        let bad = [
-            NutsSettings {
-                num_draws: 0,
-                ..NutsSettings::default()
-            },
-            NutsSettings {
-                num_chains: 0,
-                ..NutsSettings::default()
-            },
-            NutsSettings {
-                target_accept: 1.0,
-                ..NutsSettings::default()
-            },
-            NutsSettings {
-                max_depth: 0,
-                ..NutsSettings::default()
-            },
-            NutsSettings {
-                init_radius: -1.0,
-                ..NutsSettings::default()
-            },
+        let edits: [fn(&mut NutsSettings); 5] = [
+            |s| s.num_draws = 0,
+            |s| s.num_chains = 0,
+            |s| s.target_accept = 1.0,
+            |s| s.max_depth = 0,
+            |s| s.init_radius = -1.0,
         ];
-        for s in bad {
+        for edit in edits {
+            let mut s = NutsSettings::default();
+            edit(&mut s);
             assert!(matches!(
                 Nuts::new(s).sample(&model, &mut NoObserver),
                 Err(Error::InvalidSettings { .. })

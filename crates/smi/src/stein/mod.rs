@@ -56,18 +56,7 @@ impl<'a, M: LogDensity + ?Sized> SteinVi<'a, M> {
     /// exceeds the model's data.
     pub fn new(model: &'a M, settings: SteinSettings) -> Result<Self> {
         settings.validate()?;
-        if model.dim() == 0 {
-            return Err(Error::invalid("dim", "the model has no parameters"));
-        }
-        let n = model.num_data();
-        if let Some(b) = settings.batch_size {
-            if n > 0 && b > n {
-                return Err(Error::invalid(
-                    "batch_size",
-                    format!("{b} exceeds the model's {n} data rows"),
-                ));
-            }
-        }
+        let batcher = engine::batcher_for(model, settings.batch_size)?;
         let kernel = settings.kernel.build()?;
         let layout = settings.guide.layout(&model.layout());
         let name = match (settings.guide, settings.schedule) {
@@ -78,7 +67,7 @@ impl<'a, M: LogDensity + ?Sized> SteinVi<'a, M> {
         .to_string();
         Ok(SteinVi {
             model,
-            batcher: Batcher::new(n, settings.batch_size),
+            batcher,
             settings,
             kernel,
             layout,

@@ -8,8 +8,8 @@ use rand_distr::{Distribution, StandardNormal};
 
 use crate::error::{Error, Result};
 use crate::matrix::Matrix;
-use crate::model::Batch;
-use crate::model::{check_shapes, LogDensity};
+
+use crate::model::PerDraw;
 
 const LN_2PI: f64 = 1.837_877_066_409_345_5;
 
@@ -126,7 +126,7 @@ fn invert(a: &Matrix) -> Result<Matrix> {
     Ok(inv)
 }
 
-impl LogDensity for BayesLinReg {
+impl PerDraw for BayesLinReg {
     fn dim(&self) -> usize {
         self.x.cols()
     }
@@ -135,51 +135,38 @@ impl LogDensity for BayesLinReg {
         self.x.rows()
     }
 
-    fn log_density_and_grad(
-        &self,
-        theta: &[f64],
-        batch: &Batch,
-        logp: &mut [f64],
-        grad: &mut [f64],
-    ) -> Result<()> {
-        let d = self.dim();
-        let k = check_shapes(d, theta, logp, grad)?;
-        batch.validate(self.num_data(), k)?;
+    fn log_prior(&self, beta: &[f64], _jacobian: bool, g: &mut [f64]) -> Result<f64> {
         let t2 = self.prior_scale * self.prior_scale;
+        let mut lp = 0.0;
+        for (b, gc) in beta.iter().zip(g.iter_mut()) {
+            lp -= 0.5 * b * b / t2 + 0.5 * (t2.ln() + LN_2PI);
+            *gc += -b / t2;
+        }
+        Ok(lp)
+    }
+
+    fn log_likelihood(
+        &self,
+        beta: &[f64],
+        rows: &[usize],
+        scale: f64,
+        g: &mut [f64],
+    ) -> Result<f64> {
         let s2 = self.noise * self.noise;
-        let full: Vec<usize> = match batch.rows {
-            crate::model::Rows::All => (0..self.num_data()).collect(),
-            _ => Vec::new(),
-        };
-        let mut gl = vec![0.0; d];
-        for (kk, ((beta, g), l)) in theta
-            .chunks_exact(d)
-            .zip(grad.chunks_exact_mut(d))
-            .zip(logp.iter_mut())
-            .enumerate()
-        {
-            let rows = batch.rows_for_draw(kk).unwrap_or(&full);
-            let mut lp = 0.0;
-            for c in 0..d {
-                lp -= 0.5 * beta[c] * beta[c] / t2 + 0.5 * (t2.ln() + LN_2PI);
-                g[c] = -beta[c] / t2;
-            }
-            let mut ll = 0.0;
-            gl.fill(0.0);
-            for &i in rows {
-                let row = self.x.row(i);
-                let r = self.y[i] - row.iter().zip(beta).map(|(a, b)| a * b).sum::<f64>();
-                ll -= 0.5 * r * r / s2 + 0.5 * (s2.ln() + LN_2PI);
-                for c in 0..d {
-                    gl[c] += r * row[c] / s2;
-                }
-            }
-            *l = lp + batch.scale * ll;
-            for c in 0..d {
-                g[c] += batch.scale * gl[c];
+        let mut ll = 0.0;
+        let mut gl = vec![0.0; beta.len()];
+        for &i in rows {
+            let row = self.x.row(i);
+            let r = self.y[i] - row.iter().zip(beta).map(|(a, b)| a * b).sum::<f64>();
+            ll -= 0.5 * r * r / s2 + 0.5 * (s2.ln() + LN_2PI);
+            for (glc, xc) in gl.iter_mut().zip(row) {
+                *glc += r * xc / s2;
             }
         }
-        Ok(())
+        for (gc, glc) in g.iter_mut().zip(&gl) {
+            *gc += scale * glc;
+        }
+        Ok(scale * ll)
     }
 
     fn sample_prior(&self, rng: &mut dyn RngCore, out: &mut [f64]) -> Result<()> {
