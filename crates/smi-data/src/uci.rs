@@ -667,15 +667,16 @@ mod tests {
         write(&dir, "data.txt", "1 2 3\n4 5 6\n7 8\n");
         let err =
             UciData::load(tmp.path(), UciDataset::Yacht, ColumnConvention::Paper).unwrap_err();
-        assert!(matches!(
-            err,
-            Error::RaggedRow {
-                line: 3,
-                found: 2,
-                expected: 3,
-                ..
-            }
-        ));
+        let Error::RaggedRow {
+            line,
+            found,
+            expected,
+            ..
+        } = err
+        else {
+            panic!("{err}")
+        };
+        assert_eq!((line, found, expected), (3, 2, 3));
 
         write(&dir, "data.txt", "\n\n");
         let err =

@@ -6,14 +6,11 @@
 
 use std::sync::Mutex;
 
-use rand::SeedableRng;
-use rand_chacha::ChaCha8Rng;
 use serde::{Deserialize, Serialize};
 
 use crate::engine::{self, Engine, NonFinitePolicy, State, StepInfo};
 use crate::error::{Error, Result};
 use crate::guide::{GuideSettings, Init};
-use crate::matrix::Matrix;
 use crate::model::LogDensity;
 use crate::model::{Batch, Batcher};
 use crate::optim::OptimizerSettings;
@@ -185,17 +182,15 @@ impl<M: LogDensity + ?Sized> Engine for Svi<'_, M> {
 
     fn init(&self) -> Result<State> {
         let st = &self.settings;
-        let mut rng = ChaCha8Rng::seed_from_u64(st.seed);
-        let p = st.guide.param_dim(self.model.dim());
-        let mut particles = Matrix::zeros(1, p);
-        st.guide
-            .init_particle(self.model, &st.init, &mut rng, particles.row_mut(0))?;
-        Ok(engine::new_state(
-            particles,
+        engine::init_state(
+            self.model,
+            &st.guide,
+            &st.init,
+            1,
+            st.seed,
             &st.optimizer,
-            rng,
             self.fingerprint(),
-        ))
+        )
     }
 
     fn step(&self, state: &mut State, rows: Option<&[usize]>) -> Result<StepInfo> {

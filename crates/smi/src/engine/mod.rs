@@ -11,6 +11,7 @@ pub use observe::{EpochEnd, LossTrace, NoObserver, Observer, Progress};
 pub use runner::{run, Epochs, RowSource, RunResult, RunSettings, Termination};
 pub use state::{State, CHECKPOINT_FORMAT};
 
+use rand::SeedableRng;
 use serde::{Deserialize, Serialize};
 
 use crate::error::Result;
@@ -141,14 +142,27 @@ pub(crate) fn apply_ascent(
     }
 }
 
-/// A fresh state around initial `particles`.
-pub(crate) fn new_state(
-    particles: crate::Matrix,
-    optimizer: &crate::OptimizerSettings,
-    rng: rand_chacha::ChaCha8Rng,
+/// A fresh state: `m` particles of `guide`, each initialised by `init` from a ChaCha8 stream
+/// seeded with `seed` (the stream then lives on in the state), and the optimizer's moments.
+///
+/// # Errors
+/// From the initialisation (e.g. a model that cannot sample its prior).
+#[allow(clippy::too_many_arguments)]
+pub(crate) fn init_state<M: LogDensity + ?Sized>(
+    model: &M,
+    guide: &GuideSettings,
+    init: &Init,
+    m: usize,
+    seed: u64,
+    optimizer: &OptimizerSettings,
     fingerprint: String,
-) -> State {
-    State {
+) -> Result<State> {
+    let mut rng = rand_chacha::ChaCha8Rng::seed_from_u64(seed);
+    let mut particles = crate::Matrix::zeros(m, guide.param_dim(model.dim()));
+    for i in 0..m {
+        guide.init_particle(model, init, &mut rng, particles.row_mut(i))?;
+    }
+    Ok(State {
         optimizer: optimizer.init(particles.as_slice().len()),
         particles,
         rng,
@@ -156,7 +170,7 @@ pub(crate) fn new_state(
         skipped_steps: 0,
         early_stop: Default::default(),
         fingerprint,
-    }
+    })
 }
 
 /// The fingerprint of an engine: its name, the model's shape and its settings as JSON.

@@ -460,50 +460,26 @@ mod tests {
     //     for alt in ["less", "greater", "two-sided"]:
     //         r = mannwhitneyu(x, y, alternative=alt, method="auto")
     //         print(k, alt, repr(float(r.statistic)), repr(float(r.pvalue)))
+    use Alternative::{Greater, Less, TwoSided};
     const SCIPY: &[(&str, Alternative, f64, f64)] = &[
-        ("exact_a", Alternative::Less, 1.0, 0.004329004329004329),
-        ("exact_a", Alternative::Greater, 1.0, 0.9978354978354979),
-        ("exact_a", Alternative::TwoSided, 1.0, 0.008658008658008658),
-        (
-            "exact_unequal",
-            Alternative::Less,
-            12.0,
-            0.22417582417582418,
-        ),
-        (
-            "exact_unequal",
-            Alternative::Greater,
-            12.0,
-            0.8175824175824176,
-        ),
-        (
-            "exact_unequal",
-            Alternative::TwoSided,
-            12.0,
-            0.44835164835164837,
-        ),
-        ("ties_small", Alternative::Less, 6.0, 0.05652498942816145),
-        ("ties_small", Alternative::Greater, 6.0, 0.9617245753150733),
-        ("ties_small", Alternative::TwoSided, 6.0, 0.1130499788563229),
-        ("asym_large", Alternative::Less, 61.5, 0.5524735824872773),
-        ("asym_large", Alternative::Greater, 61.5, 0.4737061608052977),
-        (
-            "asym_large",
-            Alternative::TwoSided,
-            61.5,
-            0.9474123216105954,
-        ),
-        ("asym_ties", Alternative::Less, 21.5, 0.009330892493006428),
-        ("asym_ties", Alternative::Greater, 21.5, 0.992314088314623),
-        (
-            "asym_ties",
-            Alternative::TwoSided,
-            21.5,
-            0.018661784986012855,
-        ),
-        ("all_tied", Alternative::Less, 3.0, 1.0),
-        ("all_tied", Alternative::Greater, 3.0, 1.0),
-        ("all_tied", Alternative::TwoSided, 3.0, 1.0),
+        ("exact_a", Less, 1.0, 0.004329004329004329),
+        ("exact_a", Greater, 1.0, 0.9978354978354979),
+        ("exact_a", TwoSided, 1.0, 0.008658008658008658),
+        ("exact_unequal", Less, 12.0, 0.22417582417582418),
+        ("exact_unequal", Greater, 12.0, 0.8175824175824176),
+        ("exact_unequal", TwoSided, 12.0, 0.44835164835164837),
+        ("ties_small", Less, 6.0, 0.05652498942816145),
+        ("ties_small", Greater, 6.0, 0.9617245753150733),
+        ("ties_small", TwoSided, 6.0, 0.1130499788563229),
+        ("asym_large", Less, 61.5, 0.5524735824872773),
+        ("asym_large", Greater, 61.5, 0.4737061608052977),
+        ("asym_large", TwoSided, 61.5, 0.9474123216105954),
+        ("asym_ties", Less, 21.5, 0.009330892493006428),
+        ("asym_ties", Greater, 21.5, 0.992314088314623),
+        ("asym_ties", TwoSided, 21.5, 0.018661784986012855),
+        ("all_tied", Less, 3.0, 1.0),
+        ("all_tied", Greater, 3.0, 1.0),
+        ("all_tied", TwoSided, 3.0, 1.0),
     ];
 
     fn case(name: &str) -> (Vec<f64>, Vec<f64>) {

@@ -12,9 +12,6 @@ pub use settings::{AttractionNorm, GradientReuse, SteinSettings};
 
 use std::sync::Mutex;
 
-use rand::SeedableRng;
-use rand_chacha::ChaCha8Rng;
-
 use crate::engine::{self, Engine, State, StepInfo};
 use crate::error::{Error, Result};
 use crate::kernel::Kernel;
@@ -161,19 +158,15 @@ impl<M: LogDensity + ?Sized> Engine for SteinVi<'_, M> {
 
     fn init(&self) -> Result<State> {
         let st = &self.settings;
-        let mut rng = ChaCha8Rng::seed_from_u64(st.seed);
-        let p = st.guide.param_dim(self.model.dim());
-        let mut particles = Matrix::zeros(st.num_particles, p);
-        for i in 0..st.num_particles {
-            st.guide
-                .init_particle(self.model, &st.init, &mut rng, particles.row_mut(i))?;
-        }
-        Ok(engine::new_state(
-            particles,
+        engine::init_state(
+            self.model,
+            &st.guide,
+            &st.init,
+            st.num_particles,
+            st.seed,
             &st.optimizer,
-            rng,
             self.fingerprint(),
-        ))
+        )
     }
 
     fn step(&self, state: &mut State, rows: Option<&[usize]>) -> Result<StepInfo> {
