@@ -293,8 +293,8 @@ mod tests {
         let delta: Vec<f64> = (0..3).flat_map(|_| w).collect();
         let mut out = vec![0.0; 4];
         pullback(&psi, &eps, &delta, &mut out);
-        for i in 0..4 {
-            assert!((central_diff(&f, &psi, i, 1e-6) - out[i]).abs() < 1e-7);
+        for (i, o) in out.iter().enumerate() {
+            assert!((central_diff(f, &psi, i, 1e-6) - o).abs() < 1e-7);
         }
     }
 }
