@@ -1,24 +1,14 @@
 //! `smi bench` end to end: one short measurement prints one parseable JSON line.
 
-use std::process::Command;
+mod common;
 
-fn smi() -> Command {
-    Command::new(env!("CARGO_BIN_EXE_smi"))
-}
+use common::{fails, smi_ok};
 
 #[test]
 fn bench_prints_one_json_line() {
-    let out = smi()
-        .args([
-            "bench", "--config", "mvn-100", "--method", "svgd", "--steps", "3", "--warmup", "1",
-        ])
-        .output()
-        .expect("run smi");
-    assert!(
-        out.status.success(),
-        "stderr: {}",
-        String::from_utf8_lossy(&out.stderr)
-    );
+    let out = smi_ok(&[
+        "bench", "--config", "mvn-100", "--method", "svgd", "--steps", "3", "--warmup", "1",
+    ]);
     let stdout = String::from_utf8(out.stdout).expect("utf-8");
     let lines: Vec<&str> = stdout.lines().collect();
     assert_eq!(lines.len(), 1, "{stdout}");
@@ -37,21 +27,12 @@ fn bench_prints_one_json_line() {
 
 #[test]
 fn unknown_config_and_method_list_the_valid_ones() {
-    let out = smi()
-        .args(["bench", "--config", "cifar", "--method", "svgd"])
-        .output()
-        .expect("run smi");
-    assert!(!out.status.success());
-    let err = String::from_utf8_lossy(&out.stderr);
-    assert!(
-        err.contains("mvn-100") && err.contains("boston-1h"),
-        "{err}"
+    fails(
+        &["bench", "--config", "cifar", "--method", "svgd"],
+        &["mvn-100", "boston-1h"],
     );
-    let out = smi()
-        .args(["bench", "--config", "mvn-100", "--method", "nuts"])
-        .output()
-        .expect("run smi");
-    assert!(!out.status.success());
-    let err = String::from_utf8_lossy(&out.stderr);
-    assert!(err.contains("asvgd") && err.contains("map"), "{err}");
+    fails(
+        &["bench", "--config", "mvn-100", "--method", "nuts"],
+        &["asvgd", "map"],
+    );
 }

@@ -1,46 +1,55 @@
 //! Acceptance tests of `smi fit` / `smi predict` / `smi inspect` (running the binary), and the
 //! generator of the example CSV files in `examples/data/`.
 
-use std::path::{Path, PathBuf};
-use std::process::{Command, Output};
+mod common;
 
+use std::path::{Path, PathBuf};
+
+use common::{args_with, fails, p, smi_ok, stderr};
 use rand::{Rng, SeedableRng};
 use rand_chacha::ChaCha8Rng;
+use serde_json::Value;
 
-fn smi(args: &[&str]) -> Output {
-    Command::new(env!("CARGO_BIN_EXE_smi"))
-        .args(args)
-        .env("SMI_NO_PROGRESS", "1")
-        .output()
-        .expect("cannot run smi")
+/// The arguments of `smi fit --csv <csv> <opts> --save <model>` (`opts` as on a command line).
+fn fit_args<'a>(csv: &'a Path, model: &'a Path, opts: &'a str) -> Vec<&'a str> {
+    let mut args = args_with(&["fit", "--csv", p(csv)], opts);
+    args.extend(["--save", p(model)]);
+    args
 }
 
-/// Runs smi and requires success; returns stderr.
-fn ok(args: &[&str]) -> String {
-    let o = smi(args);
-    let err = String::from_utf8_lossy(&o.stderr).to_string();
-    assert!(o.status.success(), "smi {args:?} failed:\n{err}");
-    err
-}
-
-/// Runs smi and requires a clean failure whose message contains every one of `needles`.
-fn fails(args: &[&str], needles: &[&str]) -> String {
-    let o = smi(args);
-    let err = String::from_utf8_lossy(&o.stderr).to_string();
-    assert!(!o.status.success(), "smi {args:?} should fail");
-    assert_ne!(o.status.code(), Some(101), "smi {args:?} panicked:\n{err}");
-    assert!(!err.contains("panicked"), "smi {args:?} panicked:\n{err}");
-    for n in needles {
-        assert!(
-            err.contains(n),
-            "smi {args:?}: {n:?} not in the error:\n{err}"
-        );
+/// The arguments of `smi predict --model <model> --csv <csv> --out <out> <opts>`, and
+/// `--metrics <path>` when `metrics` is given.
+fn predict_args<'a>(
+    model: &'a Path,
+    csv: &'a Path,
+    out: &'a Path,
+    metrics: Option<&'a Path>,
+    opts: &'a str,
+) -> Vec<&'a str> {
+    let base = [
+        "predict",
+        "--model",
+        p(model),
+        "--csv",
+        p(csv),
+        "--out",
+        p(out),
+    ];
+    let mut args = args_with(&base, opts);
+    if let Some(m) = metrics {
+        args.extend(["--metrics", p(m)]);
     }
-    err
+    args
 }
 
-fn p(path: &Path) -> &str {
-    path.to_str().expect("utf-8 path")
+/// Runs `smi` with `args` and requires success; returns stderr.
+fn ok(args: &[&str]) -> String {
+    stderr(&smi_ok(args))
+}
+
+/// The JSON file at `path`.
+fn read_json(path: &Path) -> Value {
+    serde_json::from_str(&std::fs::read_to_string(path).unwrap()).unwrap()
 }
 
 fn repo() -> PathBuf {
@@ -99,6 +108,23 @@ fn classification_csv(n: usize, seed: u64) -> String {
     s
 }
 
+/// Writes `train.csv` and `test.csv` into `dir`: [`regression_csv`] with `rows[0]` and `rows[1]`
+/// rows, noise sd `sigma`, seeds `seeds[0]` and `seeds[1]`, and `digits`; returns their paths.
+fn regression_files(
+    dir: &Path,
+    rows: [usize; 2],
+    sigma: f64,
+    seeds: [u64; 2],
+    digits: Option<usize>,
+) -> (PathBuf, PathBuf) {
+    let [train, test] = [("train.csv", 0), ("test.csv", 1)].map(|(name, i)| {
+        let path = dir.join(name);
+        std::fs::write(&path, regression_csv(rows[i], sigma, seeds[i], digits)).unwrap();
+        path
+    });
+    (train, test)
+}
+
 /// The example files shipped in `examples/data/` (name, contents).
 fn examples() -> Vec<(&'static str, String)> {
     vec![
@@ -147,38 +173,15 @@ fn example_regression_and_classification_end_to_end() {
     }
     // Regression with a validation split.
     let model = dir.join("r.smi");
-    let err = ok(&[
-        "fit",
-        "--csv",
-        p(&ex.join("regression_train.csv")),
-        "--target",
-        "y",
-        "--hidden",
-        "20,20",
-        "--elbo-draws",
-        "10",
-        "--max-steps",
-        "300",
-        "--lr",
-        "5e-3",
-        "--validation",
-        "0.1",
-        "--save",
-        p(&model),
-    ]);
+    let err = ok(&fit_args(
+        &ex.join("regression_train.csv"),
+        &model,
+        "--target y --hidden 20,20 --elbo-draws 10 --max-steps 300 --lr 5e-3 --validation 0.1",
+    ));
     assert!(err.contains("validation: nll"), "{err}");
     let pred = dir.join("r.csv");
-    let err = ok(&[
-        "predict",
-        "--model",
-        p(&model),
-        "--csv",
-        p(&ex.join("regression_test.csv")),
-        "--out",
-        p(&pred),
-        "--draws",
-        "300",
-    ]);
+    let test = ex.join("regression_test.csv");
+    let err = ok(&predict_args(&model, &test, &pred, None, "--draws 300"));
     assert!(err.contains("test metrics"), "{err}");
     let (head, rows) = read_csv(&pred);
     assert_eq!(head, ["mean", "std", "lower", "upper"]);
@@ -187,45 +190,22 @@ fn example_regression_and_classification_end_to_end() {
         let v: Vec<f64> = r.iter().map(|c| c.parse().unwrap()).collect();
         assert!(v[1] > 0.0 && v[2] < v[0] && v[0] < v[3], "{r:?}");
     }
-    let out = smi(&["inspect", "--model", p(&model)]);
-    let text = String::from_utf8_lossy(&out.stdout);
-    assert!(out.status.success());
+    let text = common::stdout(&smi_ok(&["inspect", "--model", p(&model)]));
     for needle in ["regression", "x1, x2", "validation   nll", "smi"] {
         assert!(text.contains(needle), "{needle:?} not in\n{text}");
     }
 
     // Classification with text labels.
     let model = dir.join("c.smi");
-    ok(&[
-        "fit",
-        "--csv",
-        p(&ex.join("classification_train.csv")),
-        "--target",
-        "shape",
-        "--hidden",
-        "10",
-        "--elbo-draws",
-        "5",
-        "--max-steps",
-        "300",
-        "--lr",
-        "1e-2",
-        "--save",
-        p(&model),
-    ]);
+    ok(&fit_args(
+        &ex.join("classification_train.csv"),
+        &model,
+        "--target shape --hidden 10 --elbo-draws 5 --max-steps 300 --lr 1e-2",
+    ));
     let pred = dir.join("c.csv");
     let m = dir.join("c.json");
-    ok(&[
-        "predict",
-        "--model",
-        p(&model),
-        "--csv",
-        p(&ex.join("classification_test.csv")),
-        "--out",
-        p(&pred),
-        "--metrics",
-        p(&m),
-    ]);
+    let test = ex.join("classification_test.csv");
+    ok(&predict_args(&model, &test, &pred, Some(&m), ""));
     let (head, rows) = read_csv(&pred);
     assert_eq!(
         head,
@@ -240,9 +220,7 @@ fn example_regression_and_classification_end_to_end() {
         let s: f64 = r[..3].iter().map(|c| c.parse::<f64>().unwrap()).sum();
         assert!((s - 1.0).abs() < 1e-9, "{r:?}");
     }
-    let metrics: serde_json::Value =
-        serde_json::from_str(&std::fs::read_to_string(&m).unwrap()).unwrap();
-    let acc = metrics["accuracy"].as_f64().unwrap();
+    let acc = read_json(&m)["accuracy"].as_f64().unwrap();
     assert!(acc > 0.85, "accuracy {acc} on well-separated blobs");
 }
 
@@ -286,77 +264,31 @@ fn uci_split_gives_the_uci_pipeline_nll() {
     let train = write("train.csv", &split.train);
     let test = write("test.csv", &split.test);
     let out = dir.join("uci");
-    ok(&[
-        "reproduce",
+    common::reproduce_quick(
         "uci",
-        "--quick",
-        "--datasets",
-        "yacht",
-        "--splits",
-        "0",
-        "--methods",
-        "smi",
-        "--lr",
-        "5e-3",
-        "--max-steps",
-        "40",
-        "--seed",
-        "0",
-        "--data-dir",
-        p(&data),
-        "--out",
-        p(&out),
-    ]);
-    let rec: serde_json::Value = serde_json::from_str(
-        std::fs::read_to_string(out.join("uci.jsonl"))
-            .unwrap()
-            .lines()
-            .next()
-            .unwrap(),
-    )
-    .unwrap();
+        &out,
+        Some(&data),
+        &args_with(
+            &[],
+            "--datasets yacht --splits 0 --methods smi --lr 5e-3 --max-steps 40 --seed 0",
+        ),
+    );
+    let rec = &common::records(&out, "uci")[0];
     let uci_nll = rec["metrics"]["nll"].as_f64().unwrap();
     let uci_rmse = rec["metrics"]["rmse"].as_f64().unwrap();
 
     let model = dir.join("y.smi");
     // --quick: S = 10 ELBO draws, 200 predictive draws; m = 5, batch 100, early stopping.
-    ok(&[
-        "fit",
-        "--csv",
-        p(&train),
-        "--target",
-        "y",
-        "--method",
-        "smi",
-        "--lr",
-        "5e-3",
-        "--max-steps",
-        "40",
-        "--elbo-draws",
-        "10",
-        "--seed",
-        "0",
-        "--target-scaling",
-        "none",
-        "--save",
-        p(&model),
-    ]);
+    ok(&fit_args(
+        &train,
+        &model,
+        "--target y --method smi --lr 5e-3 --max-steps 40 --elbo-draws 10 --seed 0 \
+         --target-scaling none",
+    ));
     let m = dir.join("m.json");
-    ok(&[
-        "predict",
-        "--model",
-        p(&model),
-        "--csv",
-        p(&test),
-        "--draws",
-        "200",
-        "--out",
-        p(&dir.join("pred.csv")),
-        "--metrics",
-        p(&m),
-    ]);
-    let got: serde_json::Value =
-        serde_json::from_str(&std::fs::read_to_string(&m).unwrap()).unwrap();
+    let pred = dir.join("pred.csv");
+    ok(&predict_args(&model, &test, &pred, Some(&m), "--draws 200"));
+    let got = read_json(&m);
     let nll = got["nll"].as_f64().unwrap();
     let rmse = got["rmse"].as_f64().unwrap();
     assert_eq!(nll, uci_nll, "smi fit/predict NLL vs smi reproduce uci");
@@ -365,6 +297,19 @@ fn uci_split_gives_the_uci_pipeline_nll() {
         "{rmse} vs {uci_rmse}"
     );
 }
+
+/// CSV files `smi fit` must reject: (file name, contents, what the error must say).
+#[rustfmt::skip]
+const BAD_CSVS: [(&str, &str, &[&str]); 8] = [
+    ("word.csv", "a,b,y\n1,2,3\n4,abc,6\n", &["line 3", "\"b\"", "\"abc\" is not a number"]),
+    ("empty_cell.csv", "a,b,y\n1,,3\n", &["line 2", "\"b\"", "empty"]),
+    ("nan.csv", "a,b,y\n1,2,3\nNaN,2,3\n", &["line 3", "\"a\"", "not a finite number"]),
+    ("inf.csv", "a,b,y\n1,2,inf\n5,6,7\n", &["line 2", "\"y\"", "not a finite"]),
+    ("notarget.csv", "a,b,price\n1,2,3\n", &["no column \"y\"", "a, b, price"]),
+    ("empty.csv", "", &["empty"]),
+    ("header_only.csv", "a,b,y\n", &["no data rows"]),
+    ("ragged.csv", "a,b,y\n1,2,3\n4,5\n", &["line 3", "2 fields", "header has 3"]),
+];
 
 #[test]
 fn bad_inputs_are_clear_errors() {
@@ -376,142 +321,56 @@ fn bad_inputs_are_clear_errors() {
         path
     };
     let save = dir.join("m.smi");
-    let fit = |csv: &Path, needles: &[&str]| {
-        fails(
-            &[
-                "fit",
-                "--csv",
-                p(csv),
-                "--target",
-                "y",
-                "--max-steps",
-                "2",
-                "--save",
-                p(&save),
-            ],
-            needles,
-        )
-    };
-    fit(
-        &file("word.csv", "a,b,y\n1,2,3\n4,abc,6\n"),
-        &["line 3", "\"b\"", "\"abc\" is not a number"],
-    );
-    fit(
-        &file("empty_cell.csv", "a,b,y\n1,,3\n"),
-        &["line 2", "\"b\"", "empty"],
-    );
-    fit(
-        &file("nan.csv", "a,b,y\n1,2,3\nNaN,2,3\n"),
-        &["line 3", "\"a\"", "not a finite number"],
-    );
-    fit(
-        &file("inf.csv", "a,b,y\n1,2,inf\n5,6,7\n"),
-        &["line 2", "\"y\"", "not a finite"],
-    );
-    fit(
-        &file("notarget.csv", "a,b,price\n1,2,3\n"),
-        &["no column \"y\"", "a, b, price"],
-    );
-    fit(&file("empty.csv", ""), &["empty"]);
-    fit(&file("header_only.csv", "a,b,y\n"), &["no data rows"]);
-    fit(
-        &file("ragged.csv", "a,b,y\n1,2,3\n4,5\n"),
-        &["line 3", "2 fields", "header has 3"],
-    );
+    for (name, text, needles) in BAD_CSVS {
+        let csv = file(name, text);
+        fails(&fit_args(&csv, &save, "--target y --max-steps 2"), needles);
+    }
+    let ok_csv = file("ok.csv", "a,y\n1,2\n2,3\n3,4\n");
     fails(
-        &[
-            "fit",
-            "--csv",
-            p(&file("ok.csv", "a,y\n1,2\n2,3\n3,4\n")),
-            "--target",
-            "y",
-            "--features",
-            "a,zz",
-            "--save",
-            p(&save),
-        ],
+        &fit_args(&ok_csv, &save, "--target y --features a,zz"),
         &["no column \"zz\"", "a, y"],
     );
     fails(
-        &[
-            "fit",
-            "--csv",
-            p(&dir.join("nope.csv")),
-            "--target",
-            "y",
-            "--save",
-            p(&save),
-        ],
+        &fit_args(&dir.join("nope.csv"), &save, "--target y"),
         &["cannot open"],
     );
 
     // A valid small model, then damaged copies of it.
     let train = file("train.csv", &regression_csv(60, 0.1, 9, Some(4)));
-    ok(&[
-        "fit",
-        "--csv",
-        p(&train),
-        "--target",
-        "y",
-        "--hidden",
-        "4",
-        "--elbo-draws",
-        "2",
-        "--max-steps",
-        "5",
-        "--save",
-        p(&save),
-    ]);
+    ok(&fit_args(
+        &train,
+        &save,
+        "--target y --hidden 4 --elbo-draws 2 --max-steps 5",
+    ));
     let bytes = std::fs::read(&save).unwrap();
     let header_end = bytes.iter().position(|&b| b == b'\n').unwrap();
     let body = bytes.len() - header_end - 1;
-    let predict = |model: &Path, needles: &[&str]| {
-        fails(
-            &[
-                "predict",
-                "--model",
-                p(model),
-                "--csv",
-                p(&train),
-                "--out",
-                p(&dir.join("o.csv")),
-            ],
-            needles,
-        )
+    let o_csv = dir.join("o.csv");
+    let predict = |model: &Path, csv: &Path, needles: &[&str]| {
+        fails(&predict_args(model, csv, &o_csv, None, ""), needles)
     };
     let cut = dir.join("cut.smi");
     std::fs::write(&cut, &bytes[..header_end + 1 + body / 2]).unwrap();
-    predict(&cut, &["truncated"]);
+    predict(&cut, &train, &["truncated"]);
     std::fs::write(&cut, &bytes[..header_end / 2]).unwrap();
-    predict(&cut, &["truncated"]);
+    predict(&cut, &train, &["truncated"]);
     let text = String::from_utf8_lossy(&bytes[..header_end]).to_string();
     let other = text.replacen("\"format_version\":1", "\"format_version\":2", 1);
     let mut v2 = other.into_bytes();
     v2.extend_from_slice(&bytes[header_end..]);
     std::fs::write(&cut, &v2).unwrap();
-    predict(&cut, &["format version 2"]);
+    predict(&cut, &train, &["format version 2"]);
     let mut bad = bytes.clone();
     bad[10] = b'#';
     std::fs::write(&cut, &bad).unwrap();
-    predict(&cut, &["not an smi model file"]);
+    predict(&cut, &train, &["not an smi model file"]);
     fails(
         &["inspect", "--model", p(&train)],
         &["not an smi model file"],
     );
     // Prediction input without one of the model's features.
     let nox2 = file("nox2.csv", "x1,y\n0.5,1\n");
-    fails(
-        &[
-            "predict",
-            "--model",
-            p(&save),
-            "--csv",
-            p(&nox2),
-            "--out",
-            p(&dir.join("o.csv")),
-        ],
-        &["no column \"x2\"", "x1, y"],
-    );
+    predict(&save, &nox2, &["no column \"x2\"", "x1, y"]);
 }
 
 /// Interval coverage on held-out data of a problem with known noise: y = sin(x1) + 0.5·x2 + ε,
@@ -526,48 +385,23 @@ fn bad_inputs_are_clear_errors() {
 fn ninety_percent_intervals_cover_ninety_percent() {
     let tmp = tempfile::tempdir().unwrap();
     let dir = tmp.path();
-    let train = dir.join("train.csv");
-    let test = dir.join("test.csv");
-    std::fs::write(&train, regression_csv(600, 0.5, 21, None)).unwrap();
-    std::fs::write(&test, regression_csv(2000, 0.5, 22, None)).unwrap();
+    let (train, test) = regression_files(dir, [600, 2000], 0.5, [21, 22], None);
     let model = dir.join("m.smi");
-    ok(&[
-        "fit",
-        "--csv",
-        p(&train),
-        "--target",
-        "y",
-        "--hidden",
-        "20,20",
-        "--elbo-draws",
-        "10",
-        "--max-steps",
-        "3000",
-        "--lr",
-        "5e-3",
-        "--seed",
-        "3",
-        "--save",
-        p(&model),
-    ]);
+    ok(&fit_args(
+        &train,
+        &model,
+        "--target y --hidden 20,20 --elbo-draws 10 --max-steps 3000 --lr 5e-3 --seed 3",
+    ));
     let m = dir.join("m.json");
-    ok(&[
-        "predict",
-        "--model",
-        p(&model),
-        "--csv",
-        p(&test),
-        "--interval",
-        "0.9",
-        "--draws",
-        "1000",
-        "--out",
-        p(&dir.join("pred.csv")),
-        "--metrics",
-        p(&m),
-    ]);
-    let got: serde_json::Value =
-        serde_json::from_str(&std::fs::read_to_string(&m).unwrap()).unwrap();
+    let pred = dir.join("pred.csv");
+    ok(&predict_args(
+        &model,
+        &test,
+        &pred,
+        Some(&m),
+        "--interval 0.9 --draws 1000",
+    ));
+    let got = read_json(&m);
     let cov = got["coverage"].as_f64().unwrap();
     eprintln!("coverage of the 90 % interval: {cov:.4}; metrics {got}");
     assert!((0.85..=0.95).contains(&cov), "coverage {cov}");
@@ -579,56 +413,23 @@ fn ninety_percent_intervals_cover_ninety_percent() {
 fn every_method_and_lr_auto_round_trip() {
     let tmp = tempfile::tempdir().unwrap();
     let dir = tmp.path();
-    let train = dir.join("train.csv");
-    let test = dir.join("test.csv");
-    std::fs::write(&train, regression_csv(150, 0.2, 31, Some(4))).unwrap();
-    std::fs::write(&test, regression_csv(40, 0.2, 32, Some(4))).unwrap();
+    let (train, test) = regression_files(dir, [150, 40], 0.2, [31, 32], Some(4));
     for method in ["smi", "svgd", "asvgd", "ovi", "map", "nuts"] {
         let model = dir.join(format!("{method}.smi"));
-        let mut args = vec![
-            "fit",
-            "--csv",
-            p(&train),
-            "--target",
-            "y",
-            "--method",
-            method,
-            "--hidden",
-            "5",
-            "--elbo-draws",
-            "2",
-            "--max-steps",
-            "60",
-            "--nuts-warmup",
-            "30",
-            "--nuts-draws",
-            "20",
-            "--validation",
-            "0.2",
-            "--save",
-            p(&model),
-        ];
+        let mut opts = format!(
+            "--target y --method {method} --hidden 5 --elbo-draws 2 --max-steps 60 \
+             --nuts-warmup 30 --nuts-draws 20 --validation 0.2"
+        );
         if method == "smi" {
-            args.extend(["--lr", "auto"]);
+            opts.push_str(" --lr auto");
         }
-        let err = ok(&args);
+        let err = ok(&fit_args(&train, &model, &opts));
         assert!(err.contains("validation: nll"), "{method}: {err}");
         let pred = dir.join(format!("{method}.csv"));
-        ok(&[
-            "predict",
-            "--model",
-            p(&model),
-            "--csv",
-            p(&test),
-            "--out",
-            p(&pred),
-            "--draws",
-            "50",
-        ]);
+        ok(&predict_args(&model, &test, &pred, None, "--draws 50"));
         assert_eq!(read_csv(&pred).1.len(), 40, "{method}");
-        let o = smi(&["inspect", "--model", p(&model), "--json"]);
-        assert!(o.status.success());
-        let h: serde_json::Value = serde_json::from_slice(&o.stdout).unwrap();
+        let o = smi_ok(&["inspect", "--model", p(&model), "--json"]);
+        let h: Value = serde_json::from_slice(&o.stdout).unwrap();
         assert_eq!(h["method"], method);
         assert_eq!(h["magic"], "smi-model");
         let kind = if method == "nuts" {

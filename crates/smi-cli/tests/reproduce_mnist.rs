@@ -1,105 +1,42 @@
 //! `smi reproduce mnist --quick`: records, report, skipping finished units and resuming from
 //! the per-epoch checkpoints, through the binary.
 
-use std::collections::BTreeSet;
-use std::path::{Path, PathBuf};
-use std::process::Command;
+mod common;
 
-use serde_json::Value;
+use std::path::{Path, PathBuf};
+
+use common::{quick_run, records, report, reproduce_quick, sorted_methods, stderr};
 
 fn data_dir() -> Option<PathBuf> {
-    let d = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../../shared/data");
-    if d.join("mnist").join("train-images-idx3-ubyte.gz").is_file() {
-        Some(d)
-    } else {
-        eprintln!(
-            "skipping: MNIST not found at {} (the shared data folder is absent)",
-            d.display()
-        );
-        None
-    }
+    common::data_dir("mnist/train-images-idx3-ubyte.gz", "MNIST")
 }
 
-fn smi(args: &[&str]) -> std::process::Output {
-    let out = Command::new(env!("CARGO_BIN_EXE_smi"))
-        .args(args)
-        .env("SMI_NO_PROGRESS", "1")
-        .output()
-        .expect("cannot run the smi binary");
-    assert!(
-        out.status.success(),
-        "smi {args:?} failed:\n{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-    out
-}
-
-fn records(out: &Path) -> Vec<serde_json::Map<String, Value>> {
-    let text = std::fs::read_to_string(out.join("mnist.jsonl")).unwrap_or_default();
-    text.lines()
-        .filter(|l| !l.trim().is_empty())
-        .map(|l| match serde_json::from_str::<Value>(l).unwrap() {
-            Value::Object(m) => m,
-            other => panic!("not an object: {other}"),
-        })
-        .collect()
-}
-
+/// `smi reproduce mnist --quick` on `data` into `out` with `extra` options; returns stderr.
 fn quick(out: &Path, data: &Path, extra: &[&str]) -> String {
-    let mut args = vec![
-        "reproduce",
-        "mnist",
-        "--quick",
-        "--out",
-        out.to_str().unwrap(),
-        "--data-dir",
-        data.to_str().unwrap(),
-    ];
-    args.extend_from_slice(extra);
-    String::from_utf8_lossy(&smi(&args).stderr).into_owned()
+    stderr(&reproduce_quick("mnist", out, Some(data), extra))
 }
 
 #[test]
 fn quick_run_records_reports_skips_and_resumes() {
     let Some(data) = data_dir() else { return };
-    let dir = tempfile::tempdir().unwrap();
+    let (dir, recs) = quick_run(
+        "mnist",
+        Some(&data),
+        "experiment layers method seed epochs steps seconds config version metrics",
+    );
     let out = dir.path();
-    quick(out, &data, &[]);
-    let recs = records(out);
-    assert_eq!(recs.len(), 5, "one record per method");
-    let methods: BTreeSet<&str> = recs.iter().map(|r| r["method"].as_str().unwrap()).collect();
-    assert_eq!(methods, ["asvgd", "map", "ovi", "smi", "svgd"].into());
+    // One record per method.
+    assert_eq!(
+        sorted_methods(&recs),
+        ["asvgd", "map", "ovi", "smi", "svgd"]
+    );
     for r in &recs {
-        for k in [
-            "experiment",
-            "layers",
-            "method",
-            "seed",
-            "epochs",
-            "steps",
-            "seconds",
-            "config",
-            "version",
-            "metrics",
-        ] {
-            assert!(r.contains_key(k), "record lacks {k}: {r:?}");
-        }
-        assert_eq!(r["experiment"], "mnist");
         assert_eq!(r["layers"], 1);
         assert_eq!(r["seed"], 142);
         assert_eq!(r["epochs"], 1);
         assert_eq!(r["steps"], 4, "512 images / 128 = 4 steps");
         let m = r["metrics"].as_object().unwrap();
-        for k in [
-            "acc",
-            "conf",
-            "nll",
-            "brier",
-            "ece",
-            "mce",
-            "acc_argmax",
-            "ece_weighted",
-        ] {
+        for k in "acc conf nll brier ece mce acc_argmax ece_weighted".split_whitespace() {
             let v = m[k]
                 .as_f64()
                 .unwrap_or_else(|| panic!("metrics.{k}: {m:?}"));
@@ -146,7 +83,7 @@ fn quick_run_records_reports_skips_and_resumes() {
     // Same command again: every unit is already recorded.
     let log = quick(out, &data, &[]);
     assert_eq!(
-        records(out).len(),
+        records(out, "mnist").len(),
         5,
         "a rerun must not redo finished units"
     );
@@ -159,13 +96,13 @@ fn quick_run_records_reports_skips_and_resumes() {
         log.contains("epoch 2/2") && !log.contains("epoch 1/2"),
         "{log}"
     );
-    let recs = records(out);
+    let recs = records(out, "mnist");
     assert_eq!(recs.len(), 6);
     assert_eq!(recs[5]["steps"], 8);
     assert_eq!(recs[5]["epochs"], 2);
 
     // `smi report` rebuilds the table from the records alone.
     std::fs::remove_file(out.join("mnist.md")).unwrap();
-    smi(&["report", "--out", out.to_str().unwrap()]);
+    report(out);
     assert!(out.join("mnist.md").is_file());
 }

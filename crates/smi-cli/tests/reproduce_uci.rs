@@ -1,106 +1,44 @@
 //! `smi reproduce uci --quick`: records, report, resuming and sharding, through the binary.
 
-use std::collections::BTreeSet;
-use std::path::{Path, PathBuf};
-use std::process::Command;
+mod common;
 
-use serde_json::Value;
+use std::path::{Path, PathBuf};
+use std::process::Output;
+
+use common::{
+    assert_finite_metrics, fails, quick_run, records, report, reproduce_quick, sorted_methods,
+    stderr,
+};
 
 fn data_dir() -> Option<PathBuf> {
-    let d = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../../shared/data");
-    if d.join("uci").join("yacht").join("data.txt").is_file() {
-        Some(d)
-    } else {
-        eprintln!(
-            "skipping: UCI data not found at {} (the shared data folder is absent)",
-            d.display()
-        );
-        None
-    }
+    common::data_dir("uci/yacht/data.txt", "UCI data")
 }
 
-fn smi(args: &[&str]) -> std::process::Output {
-    let out = Command::new(env!("CARGO_BIN_EXE_smi"))
-        .args(args)
-        .env("SMI_NO_PROGRESS", "1")
-        .output()
-        .expect("cannot run the smi binary");
-    assert!(
-        out.status.success(),
-        "smi {args:?} failed:\n{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-    out
-}
-
-fn records(out: &Path) -> Vec<serde_json::Map<String, Value>> {
-    let text = std::fs::read_to_string(out.join("uci.jsonl")).unwrap_or_default();
-    text.lines()
-        .filter(|l| !l.trim().is_empty())
-        .map(|l| match serde_json::from_str::<Value>(l).unwrap() {
-            Value::Object(m) => m,
-            other => panic!("not an object: {other}"),
-        })
-        .collect()
-}
-
-fn quick(out: &Path, data: &Path, extra: &[&str]) -> std::process::Output {
-    let mut args = vec![
-        "reproduce",
-        "uci",
-        "--quick",
-        "--out",
-        out.to_str().unwrap(),
-        "--data-dir",
-        data.to_str().unwrap(),
-    ];
-    args.extend_from_slice(extra);
-    smi(&args)
+/// `smi reproduce uci --quick` on `data` into `out` with `extra` options.
+fn quick(out: &Path, data: &Path, extra: &[&str]) -> Output {
+    reproduce_quick("uci", out, Some(data), extra)
 }
 
 #[test]
 fn quick_run_records_reports_and_resumes() {
     let Some(data) = data_dir() else { return };
-    let dir = tempfile::tempdir().unwrap();
+    let (dir, recs) = quick_run(
+        "uci",
+        Some(&data),
+        "experiment dataset split_kind split method seed config version seconds",
+    );
     let out = dir.path();
-    quick(out, &data, &[]);
-    let recs = records(out);
-    assert_eq!(recs.len(), 6, "one record per method");
-    let methods: BTreeSet<&str> = recs.iter().map(|r| r["method"].as_str().unwrap()).collect();
+    // One record per method.
     assert_eq!(
-        methods,
-        ["asvgd", "map", "nuts", "ovi", "smi", "svgd"].into()
+        sorted_methods(&recs),
+        ["asvgd", "map", "nuts", "ovi", "smi", "svgd"]
     );
     for r in &recs {
-        for k in [
-            "experiment",
-            "dataset",
-            "split_kind",
-            "split",
-            "method",
-            "seed",
-            "config",
-            "version",
-            "seconds",
-        ] {
-            assert!(r.contains_key(k), "record lacks {k}: {r:?}");
-        }
-        assert_eq!(r["experiment"], "uci");
         assert_eq!(r["dataset"], "yacht");
         assert_eq!(r["split_kind"], "standard");
         assert_eq!(r["split"], 0);
+        assert_finite_metrics(r, "rmse nll rmse_paper nll_paper seconds_per_step steps");
         let m = r["metrics"].as_object().unwrap();
-        for k in [
-            "rmse",
-            "nll",
-            "rmse_paper",
-            "nll_paper",
-            "seconds_per_step",
-            "steps",
-        ] {
-            let v = m[k].as_f64().unwrap_or(f64::NAN);
-            assert!(v.is_finite(), "metrics.{k} = {v} in {r:?}");
-        }
         // RMSE over draws and points ≥ RMSE of the mean; per-particle NLL ≥ mixture NLL.
         assert!(m["rmse_paper"].as_f64().unwrap() >= m["rmse"].as_f64().unwrap() - 1e-9);
         assert!(m["nll_paper"].as_f64().unwrap() >= m["nll"].as_f64().unwrap() - 1e-9);
@@ -115,12 +53,12 @@ fn quick_run_records_reports_and_resumes() {
 
     // Rerunning skips every unit: no new records.
     let again = quick(out, &data, &[]);
-    assert_eq!(records(out).len(), 6);
-    let err = String::from_utf8_lossy(&again.stderr);
+    assert_eq!(records(out, "uci").len(), 6);
+    let err = stderr(&again);
     assert!(err.contains("6 skipped"), "{err}");
     // `smi report` rebuilds the same table.
     std::fs::remove_file(out.join("uci.md")).unwrap();
-    smi(&["report", "--out", out.to_str().unwrap()]);
+    report(out);
     assert!(out.join("uci.md").is_file());
 }
 
@@ -157,7 +95,7 @@ fn shards_partition_the_units() {
         &data,
         &["--splits", "0,1", "--methods", "map,ovi", "--shard", "1/3"],
     );
-    let recs = records(&out);
+    let recs = records(&out, "uci");
     // Units 0..4 = (split 0: map, ovi), (split 1: map, ovi); shard 1/3 holds index 1 only.
     assert_eq!(recs.len(), 1);
     assert_eq!(recs[0]["split"], 0);
@@ -166,25 +104,13 @@ fn shards_partition_the_units() {
 
 #[test]
 fn bad_options_are_errors_listing_valid_names() {
-    let run = |extra: &[&str]| {
-        let mut a = vec!["reproduce", "uci", "--quick", "--list"];
-        a.extend_from_slice(extra);
-        Command::new(env!("CARGO_BIN_EXE_smi"))
-            .args(&a)
-            .output()
-            .unwrap()
-    };
-    let o = run(&["--methods", "smi,foo"]);
-    assert!(!o.status.success());
-    let e = String::from_utf8_lossy(&o.stderr);
-    assert!(e.contains("foo") && e.contains("asvgd"), "{e}");
-    let o = run(&["--datasets", "mnist"]);
-    assert!(!o.status.success());
-    let e = String::from_utf8_lossy(&o.stderr);
-    assert!(e.contains("mnist") && e.contains("yacht"), "{e}");
-    let o = run(&["--shard", "2/2"]);
-    assert!(!o.status.success());
-    let o = run(&["--lr", "fast"]);
-    assert!(!o.status.success());
-    assert!(String::from_utf8_lossy(&o.stderr).contains("tune"));
+    for (option, value, needles) in [
+        ("--methods", "smi,foo", &["foo", "asvgd"][..]),
+        ("--datasets", "mnist", &["mnist", "yacht"]),
+        ("--shard", "2/2", &[]),
+        ("--lr", "fast", &["tune"]),
+    ] {
+        let args = ["reproduce", "uci", "--quick", "--list", option, value];
+        fails(&args, needles);
+    }
 }

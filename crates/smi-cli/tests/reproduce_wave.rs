@@ -1,85 +1,30 @@
 //! End-to-end: `smi reproduce wave --quick`, `smi reproduce recovery --quick` and `smi report`
 //! on a temporary folder.
 
-use std::path::Path;
-use std::process::Command;
+mod common;
 
-use serde_json::Value;
-
-const PNG_SIGNATURE: [u8; 8] = [0x89, b'P', b'N', b'G', 0x0d, 0x0a, 0x1a, 0x0a];
-
-fn smi(args: &[&str]) -> std::process::Output {
-    Command::new(env!("CARGO_BIN_EXE_smi"))
-        .args(args)
-        .output()
-        .expect("the smi binary runs")
-}
-
-fn ok(args: &[&str]) {
-    let out = smi(args);
-    assert!(
-        out.status.success(),
-        "smi {args:?} failed:\n{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-}
-
-fn records(path: &Path) -> Vec<Value> {
-    let text = std::fs::read_to_string(path).expect("records exist");
-    text.lines()
-        .filter(|l| !l.trim().is_empty())
-        .map(|l| serde_json::from_str(l).expect("each line is JSON"))
-        .collect()
-}
-
-fn get<'a>(v: &'a Value, key: &str) -> Option<&'a Value> {
-    key.split('.').try_fold(v, |v, k| v.get(k))
-}
-
-fn is_png(path: &Path) -> bool {
-    std::fs::read(path)
-        .map(|b| b.len() > 1000 && b.starts_with(&PNG_SIGNATURE))
-        .unwrap_or(false)
-}
+use common::{
+    args_with, assert_finite_metrics, column, fails, is_png, p, quick_run, records, report,
+};
 
 #[test]
 fn wave_quick_writes_records_table_figure_and_report_rebuilds_them() {
-    let dir = tempfile::tempdir().unwrap();
-    let out = dir.path().to_str().unwrap();
-    ok(&["reproduce", "wave", "--quick", "--out", out]);
-
-    let recs = records(&dir.path().join("wave.jsonl"));
-    let methods: Vec<&str> = recs.iter().map(|r| r["method"].as_str().unwrap()).collect();
-    assert_eq!(methods, ["smi", "svgd", "asvgd", "ovi", "map", "nuts"]);
+    let (dir, recs) = quick_run(
+        "wave",
+        None,
+        "experiment method size repeat seed steps seconds config version",
+    );
+    assert_eq!(
+        column(&recs, "method"),
+        ["smi", "svgd", "asvgd", "ovi", "map", "nuts"]
+    );
     for r in &recs {
-        for key in [
-            "experiment",
-            "method",
-            "size",
-            "repeat",
-            "seed",
-            "steps",
-            "seconds",
-            "config",
-            "version",
-        ] {
-            assert!(r.get(key).is_some(), "missing {key} in {r}");
-        }
-        assert_eq!(r["experiment"], "wave");
         assert_eq!(r["size"], "low");
-        for key in [
-            "lppd_in",
-            "lppd_between",
-            "lppd_entire",
-            "lppd_in_paper",
-            "lppd_between_paper",
-            "lppd_entire_paper",
-            "hdi_width_in",
-            "hdi_width_between",
-        ] {
-            let v = get(r, &format!("metrics.{key}")).and_then(Value::as_f64);
-            assert!(v.is_some_and(f64::is_finite), "metrics.{key} in {r}");
-        }
+        assert_finite_metrics(
+            r,
+            "lppd_in lppd_between lppd_entire lppd_in_paper lppd_between_paper \
+             lppd_entire_paper hdi_width_in hdi_width_between",
+        );
         // The artifact only changes SVGD/ASVGD (by n·ln m with m = 5 particles, n = 20 in In).
         let (p, a) = (
             r["metrics"]["lppd_in"].as_f64().unwrap(),
@@ -90,7 +35,7 @@ fn wave_quick_writes_records_table_figure_and_report_rebuilds_them() {
             _ => assert_eq!(p, a),
         }
     }
-    let bands = records(&dir.path().join("wave-bands.jsonl"));
+    let bands = records(dir.path(), "wave-bands");
     assert_eq!(bands.len(), 6);
     assert_eq!(bands[0]["lower"].as_array().unwrap().len(), 500);
 
@@ -107,36 +52,21 @@ fn wave_quick_writes_records_table_figure_and_report_rebuilds_them() {
 
     std::fs::remove_file(&md).unwrap();
     std::fs::remove_file(&png).unwrap();
-    ok(&["report", "--out", out]);
+    report(dir.path());
     assert_eq!(std::fs::read_to_string(&md).unwrap(), table);
     assert!(is_png(&png));
 }
 
 #[test]
 fn recovery_quick_writes_records_and_table() {
-    let dir = tempfile::tempdir().unwrap();
-    let out = dir.path().to_str().unwrap();
-    ok(&["reproduce", "recovery", "--quick", "--out", out]);
-
-    let recs = records(&dir.path().join("recovery.jsonl"));
-    let regions: Vec<&str> = recs.iter().map(|r| r["region"].as_str().unwrap()).collect();
-    assert_eq!(regions, ["in", "between", "entire"]);
+    let (dir, recs) = quick_run(
+        "recovery",
+        None,
+        "experiment size region repeat recovery_point capped seed config version seconds \
+         svgd_lppd",
+    );
+    assert_eq!(column(&recs, "region"), ["in", "between", "entire"]);
     for r in &recs {
-        for key in [
-            "experiment",
-            "size",
-            "region",
-            "repeat",
-            "recovery_point",
-            "capped",
-            "seed",
-            "config",
-            "version",
-            "seconds",
-            "svgd_lppd",
-        ] {
-            assert!(r.get(key).is_some(), "missing {key} in {r}");
-        }
         let point = r["recovery_point"].as_u64().unwrap();
         assert!([1, 2, 4, 8].contains(&point), "{r}");
         if r["capped"].as_bool().unwrap() {
@@ -148,27 +78,20 @@ fn recovery_quick_writes_records_and_table() {
     let table = std::fs::read_to_string(&md).unwrap();
     assert!(table.contains("| low |"), "{table}");
     std::fs::remove_file(&md).unwrap();
-    ok(&["report", "--out", out]);
+    report(dir.path());
     assert_eq!(std::fs::read_to_string(&md).unwrap(), table);
 }
 
 #[test]
 fn unknown_method_is_a_clear_error() {
     let dir = tempfile::tempdir().unwrap();
-    let out = smi(&[
-        "reproduce",
-        "wave",
-        "--quick",
-        "--methods",
-        "smi,bogus",
-        "--out",
-        dir.path().to_str().unwrap(),
-    ]);
-    assert!(!out.status.success());
-    let err = String::from_utf8_lossy(&out.stderr);
-    assert!(
-        err.contains("bogus") && err.contains("smi, svgd, asvgd, ovi, map, nuts"),
-        "{err}"
+    let out = p(dir.path());
+    fails(
+        &args_with(
+            &["reproduce", "wave", "--out", out],
+            "--quick --methods smi,bogus",
+        ),
+        &["bogus", "smi, svgd, asvgd, ovi, map, nuts"],
     );
     assert!(!dir.path().join("wave.jsonl").exists());
 }

@@ -42,6 +42,19 @@ const TABLE: [(UciDataset, usize, usize, usize, usize, usize, usize); 9] = [
     (UciDataset::Yacht, 308, 6, 277, 31, 20, 6),
 ];
 
+/// Loads `ds` under `convention` and requires it to have `rows` rows and `cols` features.
+fn load(
+    dir: &Path,
+    ds: UciDataset,
+    convention: ColumnConvention,
+    rows: usize,
+    cols: usize,
+) -> UciData {
+    let d = UciData::load(dir, ds, convention).unwrap();
+    assert_eq!((d.rows, d.cols), (rows, cols), "{ds}");
+    d
+}
+
 fn is_partition(train: &[usize], test: &[usize], n: usize) -> bool {
     let mut seen = vec![false; n];
     for &i in train.iter().chain(test) {
@@ -57,8 +70,7 @@ fn is_partition(train: &[usize], test: &[usize], n: usize) -> bool {
 fn uci_shapes_and_standard_splits_match_readme() {
     let Some(dir) = data_dir() else { return };
     for (ds, rows, cols, n_tr, n_te, k, _) in TABLE {
-        let d = UciData::load(&dir, ds, ColumnConvention::Paper).unwrap();
-        assert_eq!((d.rows, d.cols), (rows, cols), "{ds}");
+        let d = load(&dir, ds, ColumnConvention::Paper, rows, cols);
         assert_eq!(d.x.len(), rows * cols);
         assert_eq!(d.y.len(), rows);
         assert_eq!(d.target_column, cols, "{ds}: paper target = last column");
@@ -80,8 +92,7 @@ fn uci_shapes_and_standard_splits_match_readme() {
 fn uci_index_files_convention() {
     let Some(dir) = data_dir() else { return };
     for (ds, rows, _, _, _, _, cols) in TABLE {
-        let d = UciData::load(&dir, ds, ColumnConvention::IndexFiles).unwrap();
-        assert_eq!((d.rows, d.cols), (rows, cols), "{ds}");
+        load(&dir, ds, ColumnConvention::IndexFiles, rows, cols);
     }
     let paper = UciData::load(&dir, UciDataset::Naval, ColumnConvention::Paper).unwrap();
     let index = UciData::load(&dir, UciDataset::Naval, ColumnConvention::IndexFiles).unwrap();

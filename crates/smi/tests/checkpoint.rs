@@ -1,6 +1,9 @@
 //! Reproducibility: the same seed gives identical results, and a run resumed from a checkpoint
 //! is bit-identical to an uninterrupted one.
 
+mod common;
+
+use common::{run_from, run_steps};
 use smi::testing::BayesLinReg;
 use smi::{
     run, Engine, Error, GradientReuse, Matrix, NoObserver, RunSettings, SteinSettings, SteinVi,
@@ -29,31 +32,12 @@ fn settings() -> SteinSettings {
 fn same_seed_same_particles() {
     let m = model();
     let e = SteinVi::new(&m, settings()).unwrap();
-    let a = run(
-        &e,
-        e.init().unwrap(),
-        &RunSettings::steps(50),
-        &mut NoObserver,
-    )
-    .unwrap();
-    let b = run(
-        &e,
-        e.init().unwrap(),
-        &RunSettings::steps(50),
-        &mut NoObserver,
-    )
-    .unwrap();
+    let a = run_steps(&e, 50);
+    let b = run_steps(&e, 50);
     assert_eq!(a.state, b.state);
     let mut other = settings();
     other.seed = 43;
-    let e2 = SteinVi::new(&m, other).unwrap();
-    let c = run(
-        &e2,
-        e2.init().unwrap(),
-        &RunSettings::steps(50),
-        &mut NoObserver,
-    )
-    .unwrap();
+    let c = run_steps(&SteinVi::new(&m, other).unwrap(), 50);
     assert_ne!(a.state.particles, c.state.particles);
 }
 
@@ -74,13 +58,7 @@ fn resume_from_checkpoint_is_bit_identical() {
         },
     ] {
         let e = SteinVi::new(&m, s).unwrap();
-        let full = run(
-            &e,
-            e.init().unwrap(),
-            &RunSettings::steps(60),
-            &mut NoObserver,
-        )
-        .unwrap();
+        let full = run_steps(&e, 60);
         let first = RunSettings {
             max_steps: 25,
             checkpoint: Some(path.clone()),
@@ -90,7 +68,7 @@ fn resume_from_checkpoint_is_bit_identical() {
         run(&e, e.init().unwrap(), &first, &mut NoObserver).unwrap();
         let resumed = e.load_state(&path).unwrap();
         assert_eq!(resumed.step, 25);
-        let rest = run(&e, resumed, &RunSettings::steps(60), &mut NoObserver).unwrap();
+        let rest = run_from(&e, resumed, 60);
         assert_eq!(rest.state, full.state, "{}", e.name());
         assert_eq!(rest.losses, full.losses[25..].to_vec());
     }
@@ -103,25 +81,13 @@ fn resume_from_checkpoint_is_bit_identical() {
         },
     )
     .unwrap();
-    let full = run(
-        &e,
-        e.init().unwrap(),
-        &RunSettings::steps(40),
-        &mut NoObserver,
-    )
-    .unwrap();
+    let full = run_steps(&e, 40);
     let mut st = e.init().unwrap();
     for _ in 0..17 {
         e.step(&mut st, None).unwrap();
     }
     st.save(&path).unwrap();
-    let rest = run(
-        &e,
-        e.load_state(&path).unwrap(),
-        &RunSettings::steps(40),
-        &mut NoObserver,
-    )
-    .unwrap();
+    let rest = run_from(&e, e.load_state(&path).unwrap(), 40);
     assert_eq!(rest.state, full.state);
 }
 

@@ -2,8 +2,8 @@
 
 use smi::testing::{BayesLinReg, DiagNormal};
 use smi::{
-    Engine, Error, FnDensity, Matrix, NonFinitePolicy, OptimizerSettings, SteinSettings, SteinVi,
-    Svi, SviSettings,
+    Engine, Error, FnDensity, LogDensity, Matrix, NonFinitePolicy, OptimizerSettings,
+    SteinSettings, SteinVi, Svi, SviSettings,
 };
 
 fn field_of(e: Error) -> &'static str {
@@ -13,74 +13,45 @@ fn field_of(e: Error) -> &'static str {
     }
 }
 
+/// The field named by the error of `SteinVi::new(model, settings)`, which must fail with
+/// [`Error::InvalidSettings`].
+fn stein_field<M: LogDensity + ?Sized>(model: &M, settings: SteinSettings) -> &'static str {
+    field_of(SteinVi::new(model, settings).err().expect("must fail"))
+}
+
+/// As [`stein_field`], for `Svi::new`.
+fn svi_field<M: LogDensity + ?Sized>(model: &M, settings: SviSettings) -> &'static str {
+    field_of(Svi::new(model, settings).err().expect("must fail"))
+}
+
 #[test]
 fn invalid_settings_name_their_field() {
     let t = DiagNormal::standard(2).unwrap();
-    let cases: Vec<(SteinSettings, &str)> = vec![
+    // Each case changes one field of `SteinSettings::smi()`.
+    type Change = fn(&mut SteinSettings);
+    let cases: [(Change, &str); 7] = [
+        (|s| s.num_particles = 0, "num_particles"),
+        (|s| s.num_elbo_particles = 0, "num_elbo_particles"),
+        (|s| s.optimizer = OptimizerSettings::adam(-0.1), "lr"),
         (
-            SteinSettings {
-                num_particles: 0,
-                ..SteinSettings::smi()
-            },
-            "num_particles",
-        ),
-        (
-            SteinSettings {
-                num_elbo_particles: 0,
-                ..SteinSettings::smi()
-            },
-            "num_elbo_particles",
-        ),
-        (
-            SteinSettings {
-                optimizer: OptimizerSettings::adam(-0.1),
-                ..SteinSettings::smi()
-            },
-            "lr",
-        ),
-        (
-            SteinSettings {
-                repulsion_temperature: f64::NAN,
-                ..SteinSettings::smi()
-            },
+            |s| s.repulsion_temperature = f64::NAN,
             "repulsion_temperature",
         ),
+        (|s| s.batch_size = Some(0), "batch_size"),
+        (|s| s.jacobian = false, "jacobian"),
         (
-            SteinSettings {
-                batch_size: Some(0),
-                ..SteinSettings::smi()
-            },
-            "batch_size",
-        ),
-        (
-            SteinSettings {
-                jacobian: false,
-                ..SteinSettings::smi()
-            },
-            "jacobian",
-        ),
-        (
-            SteinSettings {
-                init: smi::Init::Uniform { radius: 0.0 },
-                ..SteinSettings::smi()
-            },
+            |s| s.init = smi::Init::Uniform { radius: 0.0 },
             "init radius",
         ),
     ];
-    for (s, field) in cases {
-        let err = SteinVi::new(&t, s).err().expect("must fail");
-        assert_eq!(field_of(err), field);
+    for (change, field) in cases {
+        let mut s = SteinSettings::smi();
+        change(&mut s);
+        assert_eq!(stein_field(&t, s), field);
     }
-    let err = Svi::new(
-        &t,
-        SviSettings {
-            num_elbo_particles: 0,
-            ..SviSettings::ovi()
-        },
-    )
-    .err()
-    .unwrap();
-    assert_eq!(field_of(err), "num_elbo_particles");
+    let mut o = SviSettings::ovi();
+    o.num_elbo_particles = 0;
+    assert_eq!(svi_field(&t, o), "num_elbo_particles");
 }
 
 #[test]
@@ -102,16 +73,9 @@ fn batch_larger_than_data_is_rejected() {
         1.0,
     )
     .unwrap();
-    let err = SteinVi::new(
-        &m,
-        SteinSettings {
-            batch_size: Some(6),
-            ..SteinSettings::smi()
-        },
-    )
-    .err()
-    .unwrap();
-    assert_eq!(field_of(err), "batch_size");
+    let mut s = SteinSettings::smi();
+    s.batch_size = Some(6);
+    assert_eq!(stein_field(&m, s), "batch_size");
 }
 
 #[test]

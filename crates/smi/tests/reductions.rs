@@ -1,11 +1,10 @@
 //! Special cases of the Stein engine (docs/algorithms.md §12.5): SMI with one particle reaches OVI's fixed
 //! point, SVGD with one particle is MAP.
 
+mod common;
+
 use smi::testing::BayesLinReg;
-use smi::{
-    run, Engine, Matrix, NoObserver, OptimizerSettings, RunSettings, SteinSettings, SteinVi, Svi,
-    SviSettings,
-};
+use smi::{Matrix, OptimizerSettings, SteinSettings, SteinVi, Svi, SviSettings};
 
 fn data() -> BayesLinReg {
     // y = 1.5·x0 − 0.7·x1 + noise, 30 rows, deterministic.
@@ -32,34 +31,14 @@ fn one_particle_smi_and_ovi_reach_the_exact_mean_field_posterior() {
     };
     let mf_sd: Vec<f64> = prec.iter().map(|l| 1.0 / l.sqrt()).collect();
 
-    let mut s = SteinSettings::smi();
-    s.num_particles = 1;
-    s.num_elbo_particles = 100;
-    s.optimizer = OptimizerSettings::adam(0.01);
-    s.seed = 1;
-    let e = SteinVi::new(&model, s).unwrap();
-    let fit = run(
-        &e,
-        e.init().unwrap(),
-        &RunSettings::steps(4000),
-        &mut NoObserver,
-    )
-    .unwrap();
-    let smi_post = e.posterior(&fit.state);
+    let e = SteinVi::new(&model, common::smi_one_particle(0.01, 1)).unwrap();
+    let smi_post = common::posterior_after(&e, 4000);
 
     let mut o = SviSettings::ovi();
     o.num_elbo_particles = 100;
     o.optimizer = OptimizerSettings::adam(0.01);
     o.seed = 2;
-    let e = Svi::new(&model, o).unwrap();
-    let fit = run(
-        &e,
-        e.init().unwrap(),
-        &RunSettings::steps(4000),
-        &mut NoObserver,
-    )
-    .unwrap();
-    let ovi_post = e.posterior(&fit.state);
+    let ovi_post = common::posterior_after(&Svi::new(&model, o).unwrap(), 4000);
 
     for post in [&smi_post, &ovi_post] {
         for c in 0..2 {
@@ -86,27 +65,11 @@ fn one_particle_svgd_is_map() {
     s.num_particles = 1;
     s.init = smi::Init::Uniform { radius: 2.0 };
     s.optimizer = OptimizerSettings::adam(0.01);
-    let e = SteinVi::new(&model, s).unwrap();
-    let fit = run(
-        &e,
-        e.init().unwrap(),
-        &RunSettings::steps(3000),
-        &mut NoObserver,
-    )
-    .unwrap();
-    let svgd = e.posterior(&fit.state).mean();
+    let svgd = common::posterior_after(&SteinVi::new(&model, s).unwrap(), 3000).mean();
 
     let mut m = SviSettings::map();
     m.optimizer = OptimizerSettings::adam(0.01);
-    let e = Svi::new(&model, m).unwrap();
-    let fit = run(
-        &e,
-        e.init().unwrap(),
-        &RunSettings::steps(3000),
-        &mut NoObserver,
-    )
-    .unwrap();
-    let map = e.posterior(&fit.state).mean();
+    let map = common::posterior_after(&Svi::new(&model, m).unwrap(), 3000).mean();
     for c in 0..2 {
         assert!((svgd[c] - mean[c]).abs() < 1e-4, "{svgd:?} vs {mean:?}");
         assert!((map[c] - mean[c]).abs() < 1e-4, "{map:?} vs {mean:?}");

@@ -1,25 +1,19 @@
 //! The paper's headline as tests: 1-particle SMI recovers N(0, I) exactly (it must not stall at
 //! NumPyro ≥ 0.16's σ = 0.5413), and 20-particle SVGD collapses in d = 100 while SMI does not.
 
+mod common;
+
 use smi::testing::DiagNormal;
-use smi::{run, Engine, NoObserver, OptimizerSettings, RunSettings, SteinSettings, SteinVi};
+use smi::{Mixture, OptimizerSettings, SteinSettings, SteinVi};
+
+/// The posterior of a Stein engine with `settings` after `steps` steps on N(0, I_d).
+fn fit_standard_normal(d: usize, settings: SteinSettings, steps: u64) -> Mixture {
+    let target = DiagNormal::standard(d).unwrap();
+    common::posterior_after(&SteinVi::new(&target, settings).unwrap(), steps)
+}
 
 fn smi_one_particle(d: usize) -> (Vec<f64>, Vec<f64>) {
-    let target = DiagNormal::standard(d).unwrap();
-    let mut s = SteinSettings::smi();
-    s.num_particles = 1;
-    s.num_elbo_particles = 100;
-    s.optimizer = OptimizerSettings::adam(0.05);
-    s.seed = 7;
-    let e = SteinVi::new(&target, s).unwrap();
-    let fit = run(
-        &e,
-        e.init().unwrap(),
-        &RunSettings::steps(3000),
-        &mut NoObserver,
-    )
-    .unwrap();
-    let post = e.posterior(&fit.state);
+    let post = fit_standard_normal(d, common::smi_one_particle(0.05, 7), 3000);
     (post.mean(), post.scales().row(0).to_vec())
 }
 
@@ -38,16 +32,7 @@ fn one_particle_smi_recovers_the_standard_normal() {
 }
 
 fn mean_variance(settings: SteinSettings, d: usize, steps: u64) -> f64 {
-    let target = DiagNormal::standard(d).unwrap();
-    let e = SteinVi::new(&target, settings).unwrap();
-    let fit = run(
-        &e,
-        e.init().unwrap(),
-        &RunSettings::steps(steps),
-        &mut NoObserver,
-    )
-    .unwrap();
-    let v = e.posterior(&fit.state).marginal_variance();
+    let v = fit_standard_normal(d, settings, steps).marginal_variance();
     v.iter().sum::<f64>() / d as f64
 }
 
