@@ -552,13 +552,10 @@ fn variance_panel<DB: DrawingBackend>(
             .map_err(plot_err)?
             .label("SMI between: spread of the locs")
             .legend(|(x, y)| Rectangle::new([(x, y - 6), (x + 24, y + 6)], BETWEEN.filled()));
-        for c in 0..2 {
-            labels.push((
-                c as f64 + 0.52,
-                f.variance[c],
-                format!("mixture {:.2}", f.variance[c]),
-            ));
-        }
+        labels.extend((0..2).map(|c| {
+            let v = f.variance[c];
+            (c as f64 + 0.52, v, format!("mixture {v:.2}"))
+        }));
     }
     if let Some(f) = svgd_fit {
         chart
@@ -568,13 +565,13 @@ fn variance_panel<DB: DrawingBackend>(
             .map_err(plot_err)?
             .label("SVGD-2: particle variance")
             .legend(|(x, y)| Rectangle::new([(x, y - 6), (x + 24, y + 6)], SVGD_COLOR.filled()));
-        for c in 0..2 {
-            labels.push((
+        labels.extend((0..2).map(|c| {
+            (
                 c as f64 + 0.76,
                 f.variance[c],
                 format!("{:.2}", f.variance[c]),
-            ));
-        }
+            )
+        }));
     }
     // The target variance 1, dashed.
     chart

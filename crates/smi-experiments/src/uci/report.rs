@@ -149,25 +149,18 @@ fn digits(scale: f64) -> usize {
     }
 }
 
-fn datasets_of(
+/// The data sets and the methods with cells of split kind `kind`, each sorted and distinct.
+fn rows_and_columns(
     cells: &BTreeMap<(String, UciDataset, Method), Cell>,
     kind: &str,
-) -> Vec<UciDataset> {
-    let set: BTreeSet<UciDataset> = cells
-        .keys()
-        .filter(|(k, _, _)| k == kind)
-        .map(|(_, d, _)| *d)
-        .collect();
-    set.into_iter().collect()
-}
-
-fn methods_of(cells: &BTreeMap<(String, UciDataset, Method), Cell>, kind: &str) -> Vec<Method> {
-    let set: BTreeSet<Method> = cells
-        .keys()
-        .filter(|(k, _, _)| k == kind)
-        .map(|(_, _, m)| *m)
-        .collect();
-    set.into_iter().collect()
+) -> (Vec<UciDataset>, Vec<Method>) {
+    let keys = cells.keys().filter(|(k, _, _)| k == kind);
+    let datasets: BTreeSet<UciDataset> = keys.clone().map(|(_, d, _)| *d).collect();
+    let methods: BTreeSet<Method> = keys.map(|(_, _, m)| *m).collect();
+    (
+        datasets.into_iter().collect(),
+        methods.into_iter().collect(),
+    )
 }
 
 /// The Table 3 block of one metric (`idx` into the cell values) for one split kind.
@@ -176,11 +169,11 @@ fn metric_table(
     kind: &str,
     idx: usize,
 ) -> String {
-    let methods = methods_of(cells, kind);
+    let (datasets, methods) = rows_and_columns(cells, kind);
     let mut header = vec!["dataset"];
     header.extend(methods.iter().map(|m| m.label()));
     let mut rows = Vec::new();
-    for ds in datasets_of(cells, kind) {
+    for ds in datasets {
         // Per-method samples (finite values only).
         let samples: Vec<Option<Vec<f64>>> = methods
             .iter()
@@ -227,20 +220,17 @@ fn metric_table(
                 continue;
             };
             let mut s = tables::mean_std(st.mean, st.std, dg);
-            if present
-                .iter()
-                .position(|&p| p == k)
-                .and_then(|i| bold.get(i).copied())
-                .unwrap_or(false)
-            {
+            // Whether `k` is among `keys` and its mark is set.
+            let marked = |keys: &[_], marks: &[bool]| {
+                keys.iter()
+                    .position(|&p| p == k)
+                    .and_then(|i| marks.get(i).copied())
+                    .unwrap_or(false)
+            };
+            if marked(&present, &bold) {
                 s = format!("**{s}**");
             }
-            if var
-                .iter()
-                .position(|&p| p == k)
-                .and_then(|i| under.get(i).copied())
-                .unwrap_or(false)
-            {
+            if marked(&var, &under) {
                 s = format!("_{s}_");
             }
             row.push(s);
@@ -259,10 +249,10 @@ fn marks(samples: &[&[f64]]) -> Vec<bool> {
 }
 
 fn time_table(cells: &BTreeMap<(String, UciDataset, Method), Cell>, kind: &str) -> String {
-    let methods = methods_of(cells, kind);
+    let (datasets, methods) = rows_and_columns(cells, kind);
     let mut header = vec!["dataset"];
     header.extend(methods.iter().map(|m| m.label()));
-    let rows: Vec<Vec<String>> = datasets_of(cells, kind)
+    let rows: Vec<Vec<String>> = datasets
         .into_iter()
         .map(|ds| {
             let mut row = vec![ds.to_string()];
