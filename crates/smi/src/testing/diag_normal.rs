@@ -14,6 +14,8 @@ const LN_2PI: f64 = 1.837_877_066_409_345_5;
 pub struct DiagNormal {
     mean: Vec<f64>,
     scale: Vec<f64>,
+    /// Σ_c (−ln σ_c − ln √(2π)), the normalising constant (computed once).
+    log_norm: f64,
 }
 
 impl DiagNormal {
@@ -45,7 +47,12 @@ impl DiagNormal {
         if mean.iter().any(|m| !m.is_finite()) {
             return Err(Error::non_finite("DiagNormal mean"));
         }
-        Ok(DiagNormal { mean, scale })
+        let log_norm = scale.iter().map(|s| -s.ln() - 0.5 * LN_2PI).sum();
+        Ok(DiagNormal {
+            mean,
+            scale,
+            log_norm,
+        })
     }
 }
 
@@ -55,10 +62,10 @@ impl PerDraw for DiagNormal {
     }
 
     fn log_prior(&self, t: &[f64], _jacobian: bool, g: &mut [f64]) -> Result<f64> {
-        let mut acc = 0.0;
+        let mut acc = self.log_norm;
         for (c, gc) in g.iter_mut().enumerate() {
             let z = (t[c] - self.mean[c]) / self.scale[c];
-            acc -= 0.5 * z * z + self.scale[c].ln() + 0.5 * LN_2PI;
+            acc -= 0.5 * z * z;
             *gc = -z / self.scale[c];
         }
         Ok(acc)
