@@ -1,6 +1,9 @@
 //! Criterion benchmarks of the Stein engine: one SMI step on the variance-collapse target
 //! N(0, I₁₀₀) with m = 20 particles and S = 100 draws (shared and per-pair gradients), one SVGD
-//! step, and the RBF kernel with its attraction on 20 particles of dimension 200.
+//! step, the RBF kernel with its attraction on 20 particles of dimension 200, and one SMI step
+//! (S = 10) on a small hierarchical target, Neal's funnel with d = 10, at m = 5 and m = 20: the
+//! per-step cost should grow about linearly in m; a stall after the matrix products (see
+//! `linalg::gemm`) made m = 20 many times slower than 4 × m = 5 on CPUs with AVX-512.
 //!
 //! `cargo bench -p smi --bench stein_step`
 
@@ -8,7 +11,7 @@ use criterion::{criterion_group, criterion_main, Criterion};
 use rand::{Rng, SeedableRng};
 use rand_chacha::ChaCha8Rng;
 use smi::kernel::KernelSettings;
-use smi::testing::DiagNormal;
+use smi::testing::{DiagNormal, Funnel};
 use smi::{GradientReuse, Layout, Matrix, MethodSettings, SteinSettings};
 
 fn smi_settings(reuse: GradientReuse) -> SteinSettings {
@@ -40,6 +43,22 @@ fn stein_step(c: &mut Criterion) {
     group.finish();
 }
 
+fn hier_step(c: &mut Criterion) {
+    let target = Funnel::new(10).unwrap();
+    let mut group = c.benchmark_group("smi_step_funnel10_S10");
+    for m in [5, 20] {
+        let mut s = SteinSettings::smi();
+        s.num_particles = m;
+        s.num_elbo_particles = 10;
+        let engine = MethodSettings::Stein(s).build(&target).unwrap();
+        let mut state = engine.init().unwrap();
+        group.bench_function(format!("m{m}"), |b| {
+            b.iter(|| std::hint::black_box(engine.step(&mut state, None).unwrap()))
+        });
+    }
+    group.finish();
+}
+
 fn kernel(c: &mut Criterion) {
     let mut rng = ChaCha8Rng::seed_from_u64(3);
     let (m, p) = (20, 200);
@@ -58,6 +77,6 @@ fn kernel(c: &mut Criterion) {
 criterion_group! {
     name = benches;
     config = Criterion::default().sample_size(20);
-    targets = stein_step, kernel
+    targets = stein_step, hier_step, kernel
 }
 criterion_main!(benches);

@@ -5,7 +5,7 @@ use anyhow::{bail, Result};
 use rand::seq::SliceRandom;
 use rand::{Rng, SeedableRng};
 use rand_chacha::ChaCha8Rng;
-use smi::testing::DiagNormal;
+use smi::testing::{DiagNormal, Funnel};
 use smi::{Engine, GradientReuse, LogDensity, Matrix, Method, MethodSettings};
 use smi_models::{Activation, BnnClassifier, BnnRegression, Mlp, Noise};
 
@@ -27,12 +27,18 @@ pub enum Config {
     Mnist1,
     /// N(0, I₁₀₀); m = 20, S = 100.
     Mvn100,
+    /// Neal's funnel, a small hierarchical target (d = 10); m = 5, S = 10.
+    Hier10M5,
+    /// Neal's funnel (d = 10); m = 20, S = 10.
+    Hier10M20,
 }
 
 impl Config {
     /// Every configuration, in table order.
-    pub const ALL: [Config; 6] = [
+    pub const ALL: [Config; 8] = [
         Config::Mvn100,
+        Config::Hier10M5,
+        Config::Hier10M20,
         Config::Wave100OneHidden,
         Config::BostonOneHidden,
         Config::Wave100,
@@ -49,6 +55,8 @@ impl Config {
             Config::BostonOneHidden => "boston-1h",
             Config::Mnist1 => "mnist-1",
             Config::Mvn100 => "mvn-100",
+            Config::Hier10M5 => "hier-10-m5",
+            Config::Hier10M20 => "hier-10-m20",
         }
     }
 
@@ -69,7 +77,7 @@ impl Config {
     /// m, the number of Stein particles.
     pub fn particles(self) -> usize {
         match self {
-            Config::Mvn100 => 20,
+            Config::Mvn100 | Config::Hier10M20 => 20,
             _ => 5,
         }
     }
@@ -77,7 +85,7 @@ impl Config {
     /// S, the ELBO draws per particle of SMI.
     pub fn smi_draws(self) -> usize {
         match self {
-            Config::Mnist1 => 10,
+            Config::Mnist1 | Config::Hier10M5 | Config::Hier10M20 => 10,
             _ => 100,
         }
     }
@@ -104,7 +112,7 @@ impl Config {
             Config::Wave100 | Config::Wave100OneHidden => 40,
             Config::Boston | Config::BostonOneHidden => 100,
             Config::Mnist1 => 128,
-            Config::Mvn100 => 0,
+            Config::Mvn100 | Config::Hier10M5 | Config::Hier10M20 => 0,
         }
     }
 
@@ -116,19 +124,28 @@ impl Config {
             Config::Boston => Some(vec![13, 50, 50, 1]),
             Config::BostonOneHidden => Some(vec![13, 50, 1]),
             Config::Mnist1 => Some(vec![784, 100, 10]),
-            Config::Mvn100 => None,
+            Config::Mvn100 | Config::Hier10M5 | Config::Hier10M20 => None,
         }
     }
 
     /// Multiply-adds of one forward pass of one draw (the network's matrix products,
-    /// rows × Σ_l n_in·n_out; the data-free MVN counts d).
+    /// rows × Σ_l n_in·n_out; the data-free targets count d).
     pub fn forward_macs_per_draw(self) -> f64 {
         match self.sizes() {
             Some(s) => {
                 let per_row: usize = s.windows(2).map(|w| w[0] * w[1]).sum();
                 (self.rows_per_draw() * per_row) as f64
             }
-            None => 100.0,
+            None => self.build_dim() as f64,
+        }
+    }
+
+    /// d of the data-free targets (MVN: 100, the funnel: 10; 0 for the networks).
+    fn build_dim(self) -> usize {
+        match self {
+            Config::Mvn100 => 100,
+            Config::Hier10M5 | Config::Hier10M20 => 10,
+            _ => 0,
         }
     }
 
@@ -174,6 +191,7 @@ impl Config {
                 Model::Classifier(BnnClassifier::mnist(x, labels, 1)?)
             }
             Config::Mvn100 => Model::Normal(DiagNormal::standard(100)?),
+            Config::Hier10M5 | Config::Hier10M20 => Model::Funnel(Funnel::new(10)?),
         };
         Ok(model)
     }
@@ -284,6 +302,8 @@ impl Case {
         push(Config::Mvn100, Smi, PerPair, 100);
         push(Config::Mvn100, Svgd, Shared, 1);
         push(Config::Mvn100, Asvgd, Shared, 1);
+        push(Config::Hier10M5, Smi, Shared, 10);
+        push(Config::Hier10M20, Smi, Shared, 10);
         for c in [Config::Wave100OneHidden, Config::BostonOneHidden] {
             push(c, Smi, Shared, 100);
             push(c, Smi, PerPair, 100);
@@ -434,6 +454,8 @@ pub enum Model {
     Classifier(BnnClassifier),
     /// The standard normal.
     Normal(DiagNormal),
+    /// Neal's funnel.
+    Funnel(Funnel),
 }
 
 impl Model {
@@ -443,6 +465,7 @@ impl Model {
             Model::Regression(m) => m,
             Model::Classifier(m) => m,
             Model::Normal(m) => m,
+            Model::Funnel(m) => m,
         }
     }
 }
