@@ -1,6 +1,6 @@
 //! The crate's error type: one variant per way loading or generating data can fail.
 
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 
 /// Result alias used throughout `smi-data`.
 pub type Result<T> = std::result::Result<T, Error>;
@@ -38,9 +38,13 @@ pub enum Error {
     },
 
     /// A token of a text file could not be parsed.
+    ///
+    /// A token longer than [`MAX_QUOTED_CHARS`] characters is kept (and quoted) only in part: its
+    /// first characters, followed by its full length in bytes.
     #[error(
-        "{}:{line}:{column}: cannot parse {token:?} as {expected} (line {line}, column {column}, character {char_column})",
-        path.display()
+        "{}:{line}:{column}: cannot parse {} as {expected} (line {line}, column {column}, character {char_column})",
+        path.display(),
+        quoted(token, *token_len)
     )]
     Parse {
         /// The file.
@@ -51,8 +55,10 @@ pub enum Error {
         column: usize,
         /// 1-based character position of the token within the line.
         char_column: usize,
-        /// The offending token.
+        /// The offending token, cut to its first [`MAX_QUOTED_CHARS`] characters if longer.
         token: String,
+        /// Length of the whole token in bytes (more than `token.len()` if it was cut).
+        token_len: usize,
         /// What the token should have been (e.g. `"a finite number"`).
         expected: &'static str,
     },
@@ -149,10 +155,24 @@ pub enum Error {
         rows: usize,
     },
 
+    /// `n_splits.txt` announces more standard splits than the data set's index files provide (or
+    /// more than [`crate::MAX_STANDARD_SPLITS`]).
+    #[error("{dataset}: {}: announces {declared} standard split(s), but {reason}", path.display())]
+    SplitCount {
+        /// Data set name.
+        dataset: String,
+        /// The `n_splits.txt` file.
+        path: PathBuf,
+        /// The number it holds.
+        declared: usize,
+        /// Why that number is not backed by the data set (e.g. the first missing index file).
+        reason: String,
+    },
+
     /// A data set name could not be recognised.
     #[error("unknown UCI data set {name:?}; expected one of: {expected}")]
     UnknownDataset {
-        /// The name given.
+        /// The name given (cut to its first [`MAX_QUOTED_CHARS`] characters, then `…`, if longer).
         name: String,
         /// The accepted names.
         expected: String,
@@ -183,7 +203,9 @@ pub enum Error {
         found: usize,
     },
 
-    /// A gzip stream is corrupt (bad header, bad deflate data or checksum).
+    /// A gzip stream is corrupt (bad header, bad deflate data, a stream that ends early, or a
+    /// member whose CRC32 or length does not match its trailer: the message then says that the
+    /// checksum does not match).
     #[error("{}: corrupt gzip data: {source}", path.display())]
     CorruptGzip {
         /// The file.
@@ -191,6 +213,20 @@ pub enum Error {
         /// The decoder's error.
         #[source]
         source: std::io::Error,
+    },
+
+    /// Memory for data whose size a file announces could not be allocated.
+    #[error("{}: cannot allocate {bytes} bytes for {what}: {source}", path.display())]
+    Allocation {
+        /// The file.
+        path: PathBuf,
+        /// What the memory was for (e.g. `"pixels"`).
+        what: &'static str,
+        /// The size requested.
+        bytes: usize,
+        /// The allocator's refusal.
+        #[source]
+        source: std::collections::TryReserveError,
     },
 
     /// Two files that must agree do not (e.g. image and label counts).
@@ -210,7 +246,61 @@ pub enum Error {
     },
 }
 
+/// How many characters of an offending token or name an error message quotes at most.
+pub const MAX_QUOTED_CHARS: usize = 40;
+
+/// The first [`MAX_QUOTED_CHARS`] characters of `s` (all of `s` if it is not longer).
+pub(crate) fn excerpt(s: &str) -> &str {
+    match s.char_indices().nth(MAX_QUOTED_CHARS) {
+        Some((end, _)) => &s[..end],
+        None => s,
+    }
+}
+
+/// `s` for a message: whole if short, else its first [`MAX_QUOTED_CHARS`] characters and `…`.
+pub(crate) fn cut_for_message(s: &str) -> String {
+    let head = excerpt(s);
+    if head.len() == s.len() {
+        s.to_string()
+    } else {
+        format!("{head}…")
+    }
+}
+
+/// A token quoted for [`Error::Parse`]: `"token"`, or `"first characters"… (N bytes in all)` when
+/// `token` is a cut of a longer token of `len` bytes.
+fn quoted(token: &str, len: usize) -> String {
+    if token.len() >= len {
+        format!("{token:?}")
+    } else {
+        format!(
+            "{token:?}… (a token of {len} bytes; its first {} characters shown)",
+            token.chars().count()
+        )
+    }
+}
+
 impl Error {
+    /// Builds an [`Error::Parse`], keeping at most [`MAX_QUOTED_CHARS`] characters of `token`.
+    pub(crate) fn parse(
+        path: &Path,
+        line: usize,
+        column: usize,
+        char_column: usize,
+        token: &str,
+        expected: &'static str,
+    ) -> Self {
+        Error::Parse {
+            path: path.to_path_buf(),
+            line,
+            column,
+            char_column,
+            token: excerpt(token).to_string(),
+            token_len: token.len(),
+            expected,
+        }
+    }
+
     /// Wraps an I/O error for `path`.
     pub(crate) fn io(path: impl Into<PathBuf>, source: std::io::Error) -> Self {
         Error::Io {

@@ -44,7 +44,7 @@ mod wave;
 
 use std::path::PathBuf;
 
-pub use error::{Error, Result};
+pub use error::{Error, Result, MAX_QUOTED_CHARS};
 pub use legacy_rng::LegacyRandomState;
 pub use mnist::{
     read_idx_images, read_idx_labels, IdxImages, Mnist, MnistPart, FILES as MNIST_FILES,
@@ -54,6 +54,7 @@ pub use preprocess::{prepare, train_test_split_indices, Features, Prepared, Stan
 pub use text::{parse_table, read_table, Table};
 pub use uci::{
     gap_splits, ColumnConvention, Split, SplitKind, UciData, UciDataset, GAP10_TEST_FRACTION,
+    MAX_STANDARD_SPLITS,
 };
 pub use wave::{
     clusters, linspace, uniform_clusters, uniform_interval, wave_fn, WaveData, WavePhase, WaveSet,

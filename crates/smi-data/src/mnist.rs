@@ -4,13 +4,20 @@
 //! `t10k-images-idx3-ubyte.gz`, `t10k-labels-idx1-ubyte.gz`. IDX integers are big-endian;
 //! images: magic `0x00000803` (2051), count, rows, cols, then `count·rows·cols` bytes; labels:
 //! magic `0x00000801` (2049), count, then `count` bytes in 0..=9. A file starting with the gzip
-//! magic `1f 8b` is decompressed with `flate2`, otherwise it is read as raw IDX.
+//! magic `1f 8b` is decompressed with `flate2` (all members of a multi-member file), otherwise it
+//! is read as raw IDX.
+//!
+//! Nothing in a file is trusted before the whole file has been checked: a gzip file is first
+//! read to its end once (discarding the data) to verify every member's CRC32 and length, also
+//! when only its first images are wanted, and the sizes in an IDX header are compared (with
+//! checked arithmetic) with the actual, decompressed length before any memory is allocated.
 
 use std::fs::File;
-use std::io::{BufReader, ErrorKind, Read};
+use std::io::{BufRead, BufReader, Cursor, ErrorKind, Read};
 use std::path::{Path, PathBuf};
 
-use flate2::read::GzDecoder;
+use flate2::bufread::DeflateDecoder;
+use flate2::read::MultiGzDecoder;
 
 use crate::error::{Error, Result};
 
@@ -18,6 +25,8 @@ use crate::error::{Error, Result};
 pub const IMAGES_MAGIC: u32 = 0x0000_0803;
 /// Magic number of an IDX label file (unsigned bytes, 1 dimension).
 pub const LABELS_MAGIC: u32 = 0x0000_0801;
+/// The first two bytes of a gzip file.
+const GZIP_MAGIC: [u8; 2] = [0x1f, 0x8b];
 /// Number of classes.
 pub const NUM_CLASSES: usize = 10;
 /// Standard training-set size.
@@ -117,7 +126,8 @@ impl Mnist {
     }
 
     /// Like [`Mnist::load`] but keeps only the first `train` / `test` images of each part (`None`
-    /// = all), reading no further than needed. For quick runs.
+    /// = all). For quick runs. Every file is still checked whole (gzip checksum, length against
+    /// its header) before any of it is used, so a corrupt file is an error here too.
     ///
     /// # Errors
     /// As [`Mnist::load`].
@@ -135,12 +145,18 @@ impl Mnist {
                     ),
                 });
             }
+            let mut scaled = Vec::new();
+            scaled
+                .try_reserve_exact(images.pixels.len())
+                .map_err(|source| Error::Allocation {
+                    path: dir.join(img),
+                    what: "scaled pixels",
+                    bytes: images.pixels.len().saturating_mul(size_of::<f32>()),
+                    source,
+                })?;
+            scaled.extend(images.pixels.iter().map(|&p| f32::from(p) / 255.0));
             Ok(MnistPart {
-                images: images
-                    .pixels
-                    .iter()
-                    .map(|&p| f32::from(p) / 255.0)
-                    .collect(),
+                images: scaled,
                 labels,
                 pixels_per_image: images.rows * images.cols,
             })
@@ -172,9 +188,9 @@ fn mnist_dir(data_dir: &Path) -> Result<PathBuf> {
     })
 }
 
-/// Opens `path`, transparently decompressing gzip.
-fn open(path: &Path) -> Result<Box<dyn Read>> {
-    let file = File::open(path).map_err(|e| {
+/// Opens `path`; "not found" becomes [`Error::MissingFile`].
+fn open_file(path: &Path) -> Result<File> {
+    File::open(path).map_err(|e| {
         if e.kind() == ErrorKind::NotFound {
             Error::MissingFile {
                 dataset: "mnist".to_string(),
@@ -187,16 +203,262 @@ fn open(path: &Path) -> Result<Box<dyn Read>> {
         } else {
             Error::io(path, e)
         }
-    })?;
+    })
+}
+
+/// The whole file as a buffered reader (its first bytes included), and whether it is gzip.
+fn sniff(file: File, path: &Path) -> Result<(impl BufRead, bool)> {
     let mut reader = BufReader::new(file);
     let mut magic = [0u8; 2];
     let got = read_full(&mut reader, &mut magic, path)?;
-    let head = std::io::Cursor::new(magic[..got].to_vec());
-    let chained = head.chain(reader);
-    if got == 2 && magic == [0x1f, 0x8b] {
-        Ok(Box::new(GzDecoder::new(chained)))
+    let gzip = got == 2 && magic == GZIP_MAGIC;
+    Ok((Cursor::new(magic[..got].to_vec()).chain(reader), gzip))
+}
+
+/// Opens `path`, transparently decompressing gzip (every member of a multi-member file).
+///
+/// Used only after [`content_len`] has verified the whole gzip stream.
+fn open(path: &Path) -> Result<Box<dyn Read>> {
+    let (reader, gzip) = sniff(open_file(path)?, path)?;
+    if gzip {
+        Ok(Box::new(MultiGzDecoder::new(reader)))
     } else {
-        Ok(Box::new(chained))
+        Ok(Box::new(reader))
+    }
+}
+
+/// The length of the file's content: its size for a raw file; for a gzip file the decompressed
+/// length, after the whole stream has been read once (discarding the data) and every member's
+/// header, deflate data and trailer (CRC32 and length) have been checked.
+///
+/// This runs before any of a file's data is used, so that a corrupt file is rejected even when
+/// only its first images are read, and header sizes can be checked against the real length
+/// before anything is allocated for them.
+fn content_len(path: &Path) -> Result<u64> {
+    let file = open_file(path)?;
+    let meta = file.metadata().map_err(|e| Error::io(path, e))?;
+    let (mut reader, gzip) = sniff(file, path)?;
+    if gzip {
+        verify_gzip(&mut reader, path)
+    } else if meta.is_file() {
+        Ok(meta.len())
+    } else {
+        std::io::copy(&mut reader, &mut std::io::sink()).map_err(|e| Error::io(path, e))
+    }
+}
+
+/// [`Error::CorruptGzip`] with `message` as its source.
+fn corrupt_gzip(path: &Path, message: String) -> Error {
+    Error::CorruptGzip {
+        path: path.to_path_buf(),
+        source: std::io::Error::new(ErrorKind::InvalidData, message),
+    }
+}
+
+/// Reads exactly `buf.len()` bytes of gzip framing, hashing them; a short read is corruption.
+fn read_frame(
+    r: &mut impl BufRead,
+    buf: &mut [u8],
+    crc: &mut crc32fast::Hasher,
+    path: &Path,
+    what: &str,
+) -> Result<()> {
+    let got = read_full(r, buf, path)?;
+    if got < buf.len() {
+        return Err(corrupt_gzip(
+            path,
+            format!("the file ends inside {what} (truncated)"),
+        ));
+    }
+    crc.update(buf);
+    Ok(())
+}
+
+/// Skips a zero-terminated header field (file name or comment) without keeping it, hashing it.
+fn skip_zero_terminated(
+    r: &mut impl BufRead,
+    crc: &mut crc32fast::Hasher,
+    path: &Path,
+    member: usize,
+) -> Result<()> {
+    loop {
+        let avail = match r.fill_buf() {
+            Ok(a) => a,
+            Err(e) if e.kind() == ErrorKind::Interrupted => continue,
+            Err(e) => return Err(Error::io(path, e)),
+        };
+        if avail.is_empty() {
+            return Err(corrupt_gzip(
+                path,
+                format!("the file ends inside the header of gzip member {member} (truncated)"),
+            ));
+        }
+        let (used, done) = match avail.iter().position(|&b| b == 0) {
+            Some(i) => (i + 1, true),
+            None => (avail.len(), false),
+        };
+        crc.update(&avail[..used]);
+        r.consume(used);
+        if done {
+            return Ok(());
+        }
+    }
+}
+
+/// Reads the header of gzip member `member` (RFC 1952 §2.3), checking it and skipping its
+/// optional fields.
+fn skip_gzip_header(r: &mut impl BufRead, path: &Path, member: usize) -> Result<()> {
+    const FHCRC: u8 = 1 << 1;
+    const FEXTRA: u8 = 1 << 2;
+    const FNAME: u8 = 1 << 3;
+    const FCOMMENT: u8 = 1 << 4;
+    const FRESERVED: u8 = 0xe0;
+    let what = format!("the header of gzip member {member}");
+    let mut crc = crc32fast::Hasher::new();
+    let mut fixed = [0u8; 10];
+    let got = read_full(r, &mut fixed, path)?;
+    if got < 2 || fixed[..2] != GZIP_MAGIC {
+        return Err(corrupt_gzip(
+            path,
+            format!(
+                "the data after the end of gzip member {} is not another gzip member \
+                 (trailing garbage)",
+                member.saturating_sub(1)
+            ),
+        ));
+    }
+    if got < fixed.len() {
+        return Err(corrupt_gzip(
+            path,
+            format!("the file ends inside {what} (truncated)"),
+        ));
+    }
+    crc.update(&fixed);
+    if fixed[2] != 8 {
+        return Err(corrupt_gzip(
+            path,
+            format!(
+                "{what} names compression method {}, not 8 (deflate)",
+                fixed[2]
+            ),
+        ));
+    }
+    let flags = fixed[3];
+    if flags & FRESERVED != 0 {
+        return Err(corrupt_gzip(
+            path,
+            format!("{what} has reserved flag bits set ({flags:#04x})"),
+        ));
+    }
+    if flags & FEXTRA != 0 {
+        let mut xlen = [0u8; 2];
+        read_frame(r, &mut xlen, &mut crc, path, &what)?;
+        let mut left = usize::from(u16::from_le_bytes(xlen));
+        let mut chunk = [0u8; 256];
+        while left > 0 {
+            let n = left.min(chunk.len());
+            read_frame(r, &mut chunk[..n], &mut crc, path, &what)?;
+            left -= n;
+        }
+    }
+    if flags & FNAME != 0 {
+        skip_zero_terminated(r, &mut crc, path, member)?;
+    }
+    if flags & FCOMMENT != 0 {
+        skip_zero_terminated(r, &mut crc, path, member)?;
+    }
+    if flags & FHCRC != 0 {
+        let computed = crc.clone().finalize() & 0xffff;
+        let mut stored = [0u8; 2];
+        read_frame(r, &mut stored, &mut crc, path, &what)?;
+        let stored = u32::from(u16::from_le_bytes(stored));
+        if stored != computed {
+            return Err(corrupt_gzip(
+                path,
+                format!(
+                    "checksum does not match: {what} has CRC16 {computed:#06x}, \
+                     but its header checksum field says {stored:#06x}"
+                ),
+            ));
+        }
+    }
+    Ok(())
+}
+
+/// Reads a whole gzip stream (all members), discarding the data, and checks every member's
+/// header, deflate data and trailer: the CRC32 and the length (mod 2³²) of the decompressed data.
+/// Returns the total decompressed length.
+///
+/// # Errors
+/// [`Error::CorruptGzip`] (for a trailer mismatch its message says that the checksum does not
+/// match), [`Error::Io`].
+fn verify_gzip(r: &mut impl BufRead, path: &Path) -> Result<u64> {
+    let mut buf = vec![0u8; 1 << 16];
+    let mut total = 0u64;
+    let mut member = 0usize;
+    loop {
+        member += 1;
+        skip_gzip_header(r, path, member)?;
+        let mut crc = crc32fast::Hasher::new();
+        let mut len = 0u64;
+        {
+            // Reads no further than the end of the deflate data, so the trailer comes next.
+            let mut inflater = DeflateDecoder::new(&mut *r);
+            loop {
+                match inflater.read(&mut buf) {
+                    Ok(0) => break,
+                    Ok(n) => {
+                        crc.update(&buf[..n]);
+                        len += n as u64;
+                    }
+                    Err(e) if e.kind() == ErrorKind::Interrupted => {}
+                    Err(e) if e.kind() == ErrorKind::UnexpectedEof => {
+                        return Err(corrupt_gzip(
+                            path,
+                            format!(
+                                "the file ends inside the deflate data of gzip member {member} \
+                                 (truncated): {e}"
+                            ),
+                        ))
+                    }
+                    Err(e)
+                        if matches!(e.kind(), ErrorKind::InvalidInput | ErrorKind::InvalidData) =>
+                    {
+                        return Err(corrupt_gzip(path, format!("gzip member {member}: {e}")))
+                    }
+                    Err(e) => return Err(Error::io(path, e)),
+                }
+            }
+        }
+        let mut trailer = [0u8; 8];
+        let what = format!("the trailer of gzip member {member}");
+        read_frame(r, &mut trailer, &mut crc32fast::Hasher::new(), path, &what)?;
+        let [c0, c1, c2, c3, l0, l1, l2, l3] = trailer;
+        let stored_crc = u32::from_le_bytes([c0, c1, c2, c3]);
+        let stored_len = u32::from_le_bytes([l0, l1, l2, l3]);
+        let computed_crc = crc.finalize();
+        // The trailer holds the length modulo 2^32, hence the truncating cast.
+        if computed_crc != stored_crc || len as u32 != stored_len {
+            return Err(corrupt_gzip(
+                path,
+                format!(
+                    "checksum does not match: the decompressed data of gzip member {member} has \
+                     CRC32 {computed_crc:#010x} and length {len}, but its trailer says CRC32 \
+                     {stored_crc:#010x} and length {stored_len} (mod 2^32); the file is corrupt"
+                ),
+            ));
+        }
+        total = total.saturating_add(len);
+        let at_end = loop {
+            match r.fill_buf() {
+                Ok(a) => break a.is_empty(),
+                Err(e) if e.kind() == ErrorKind::Interrupted => {}
+                Err(e) => return Err(Error::io(path, e)),
+            }
+        };
+        if at_end {
+            return Ok(total);
+        }
     }
 }
 
@@ -292,14 +554,74 @@ fn be_u32(b: &[u8]) -> u32 {
     u32::from_be_bytes(a)
 }
 
+/// Checks the body length a header announces (`None`: it overflows 64 bits, described by
+/// `describe`) against the `available` bytes after the header: [`Error::Truncated`] if fewer,
+/// [`Error::InvalidIdx`] for trailing bytes.
+fn check_body_len(
+    path: &Path,
+    what: &'static str,
+    announced: Option<u64>,
+    available: u64,
+    describe: impl FnOnce() -> String,
+) -> Result<()> {
+    let to_usize = |v: u64| usize::try_from(v).unwrap_or(usize::MAX);
+    match announced {
+        None => Err(Error::InvalidIdx {
+            path: path.to_path_buf(),
+            reason: format!(
+                "the header announces {}, more than 2^64 bytes of {what}",
+                describe()
+            ),
+        }),
+        Some(a) if a > available => Err(Error::Truncated {
+            path: path.to_path_buf(),
+            what,
+            expected: to_usize(a),
+            found: to_usize(available),
+        }),
+        Some(a) if a < available => Err(Error::InvalidIdx {
+            path: path.to_path_buf(),
+            reason: format!(
+                "{} trailing bytes after the {a} bytes of {what} the header announces ({})",
+                available - a,
+                describe()
+            ),
+        }),
+        Some(_) => Ok(()),
+    }
+}
+
+/// A zero-filled buffer of `len` bytes, whose size comes from a file: an allocation failure is
+/// an error, not an abort.
+fn zeroed(len: u64, path: &Path, what: &'static str) -> Result<Vec<u8>> {
+    let len = usize::try_from(len).unwrap_or(usize::MAX);
+    let mut v = Vec::new();
+    v.try_reserve_exact(len)
+        .map_err(|source| Error::Allocation {
+            path: path.to_path_buf(),
+            what,
+            bytes: len,
+            source,
+        })?;
+    v.resize(len, 0);
+    Ok(v)
+}
+
 /// Reads an IDX image file (magic 2051). With `limit = Some(k)` only the first `min(k, count)`
-/// images are read and the rest of the file is not checked.
+/// images are returned.
+///
+/// The whole file is checked in any case, before any of it is used: a gzip file is read to its
+/// end once and every member's CRC32 and length are verified, and the size the header announces
+/// (`count·rows·cols`, with checked arithmetic) must equal the (decompressed) length after the
+/// header. Only then is memory allocated for the pixels.
 ///
 /// # Errors
-/// [`Error::MissingFile`], [`Error::Io`], [`Error::CorruptGzip`]; [`Error::InvalidIdx`] for a
-/// wrong magic number, zero image dimensions or trailing bytes; [`Error::Truncated`] if the file
-/// ends early.
+/// [`Error::MissingFile`], [`Error::Io`], [`Error::CorruptGzip`] (a checksum mismatch says so);
+/// [`Error::InvalidIdx`] for a wrong magic number, zero image dimensions or trailing bytes;
+/// [`Error::Truncated`] if the file is shorter than its header announces; [`Error::Allocation`]
+/// if the pixels do not fit in memory.
 pub fn read_idx_images(path: &Path, limit: Option<usize>) -> Result<IdxImages> {
+    let content = content_len(path)?;
     let mut r = open(path)?;
     let mut header = [0u8; 16];
     let got = read_header(&mut r, &mut header, path)?;
@@ -313,42 +635,49 @@ pub fn read_idx_images(path: &Path, limit: Option<usize>) -> Result<IdxImages> {
         });
     }
     truncated_header(got, header.len(), path)?;
-    let count = be_u32(&header[4..8]) as usize;
-    let rows = be_u32(&header[8..12]) as usize;
-    let cols = be_u32(&header[12..16]) as usize;
+    let count = be_u32(&header[4..8]);
+    let rows = be_u32(&header[8..12]);
+    let cols = be_u32(&header[12..16]);
     if rows == 0 || cols == 0 {
         return Err(Error::InvalidIdx {
             path: path.to_path_buf(),
             reason: format!("image size {rows}×{cols} has a zero dimension"),
         });
     }
-    let take = limit.map_or(count, |k| k.min(count));
-    let len = take
-        .checked_mul(rows)
-        .and_then(|v| v.checked_mul(cols))
-        .ok_or_else(|| Error::InvalidIdx {
-            path: path.to_path_buf(),
-            reason: format!("{take}×{rows}×{cols} pixels overflow"),
-        })?;
-    let mut pixels = vec![0u8; len];
+    // Both factors are below 2^32, so this cannot overflow.
+    let per_image = u64::from(rows) * u64::from(cols);
+    check_body_len(
+        path,
+        "pixels",
+        u64::from(count).checked_mul(per_image),
+        content.saturating_sub(16),
+        || format!("{count} images of {rows}×{cols} pixels"),
+    )?;
+    let take = limit.map_or(count, |k| u32::try_from(k).unwrap_or(u32::MAX).min(count));
+    // At most the announced size, which fits in the file.
+    let mut pixels = zeroed(u64::from(take) * per_image, path, "pixels")?;
     read_exact(&mut r, &mut pixels, path, "pixels")?;
     if take == count {
         expect_end(&mut r, path)?;
     }
     Ok(IdxImages {
-        count: take,
-        rows,
-        cols,
+        count: take as usize,
+        rows: rows as usize,
+        cols: cols as usize,
         pixels,
     })
 }
 
-/// Reads an IDX label file (magic 2049), checking every label is in 0..=9. With
-/// `limit = Some(k)` only the first `min(k, count)` labels are read.
+/// Reads an IDX label file (magic 2049), checking every label read is in 0..=9. With
+/// `limit = Some(k)` only the first `min(k, count)` labels are returned.
+///
+/// The whole file is checked first, as for [`read_idx_images`] (gzip CRC32 and length; `count`
+/// against the file's length).
 ///
 /// # Errors
 /// As [`read_idx_images`], plus [`Error::InvalidIdx`] for a label above 9.
 pub fn read_idx_labels(path: &Path, limit: Option<usize>) -> Result<Vec<u8>> {
+    let content = content_len(path)?;
     let mut r = open(path)?;
     let mut header = [0u8; 8];
     let got = read_header(&mut r, &mut header, path)?;
@@ -362,9 +691,16 @@ pub fn read_idx_labels(path: &Path, limit: Option<usize>) -> Result<Vec<u8>> {
         });
     }
     truncated_header(got, header.len(), path)?;
-    let count = be_u32(&header[4..8]) as usize;
-    let take = limit.map_or(count, |k| k.min(count));
-    let mut labels = vec![0u8; take];
+    let count = be_u32(&header[4..8]);
+    check_body_len(
+        path,
+        "labels",
+        Some(u64::from(count)),
+        content.saturating_sub(8),
+        || format!("{count} labels"),
+    )?;
+    let take = limit.map_or(count, |k| u32::try_from(k).unwrap_or(u32::MAX).min(count));
+    let mut labels = zeroed(u64::from(take), path, "labels")?;
     read_exact(&mut r, &mut labels, path, "labels")?;
     if take == count {
         expect_end(&mut r, path)?;
@@ -529,5 +865,127 @@ mod tests {
             read_idx_images(&p, None),
             Err(Error::InvalidIdx { .. })
         ));
+    }
+
+    /// `raw` gzip-compressed with every optional header field (extra, name, comment, header CRC).
+    fn gz_all_header_fields(raw: &[u8]) -> Vec<u8> {
+        let mut e = flate2::GzBuilder::new()
+            .extra(vec![1u8, 2, 3, 0, 4])
+            .filename("train-images-idx3-ubyte")
+            .comment("a comment")
+            .mtime(12345)
+            .write(Vec::new(), Compression::best());
+        e.write_all(raw).unwrap();
+        let mut z = e.finish().unwrap();
+        // flate2 does not write FHCRC: add it (CRC32 of the header so far, low 16 bits).
+        let header_end = 10 + 2 + 5 + "train-images-idx3-ubyte".len() + 1 + "a comment".len() + 1;
+        z[3] |= 1 << 1;
+        let crc16 = (crc32fast::hash(&z[..header_end]) & 0xffff) as u16;
+        z.splice(header_end..header_end, crc16.to_le_bytes());
+        z
+    }
+
+    #[test]
+    fn gzip_header_fields_and_multiple_members_are_read() {
+        let tmp = tempfile::tempdir().unwrap();
+        let px: Vec<u8> = (0..48).map(|i| (i * 5) as u8).collect();
+        let raw = images_bytes(3, 4, 4, &px);
+        let p = tmp.path().join("h.gz");
+        let z = gz_all_header_fields(&raw);
+        std::fs::write(&p, &z).unwrap();
+        assert_eq!(content_len(&p).unwrap(), raw.len() as u64);
+        assert_eq!(read_idx_images(&p, None).unwrap().pixels, px);
+        // The header checksum is checked.
+        let mut bad = z.clone();
+        bad[20] ^= 1; // inside the file name
+        std::fs::write(&p, &bad).unwrap();
+        let msg = read_idx_images(&p, Some(1)).unwrap_err().to_string();
+        assert!(
+            msg.contains("checksum does not match") && msg.contains("h.gz"),
+            "{msg}"
+        );
+        // Three members (as `cat a.gz b.gz c.gz` or pigz write), one of them empty.
+        let mut multi = gz(&raw[..20]);
+        multi.extend(gz(&[]));
+        multi.extend(gz_all_header_fields(&raw[20..]));
+        std::fs::write(&p, &multi).unwrap();
+        assert_eq!(content_len(&p).unwrap(), raw.len() as u64);
+        assert_eq!(read_idx_images(&p, None).unwrap().pixels, px);
+        assert_eq!(
+            read_idx_images(&p, Some(1)).unwrap().pixels,
+            px[..16].to_vec()
+        );
+        // A corrupt last member is found on a prefix read that never reaches it.
+        let mut bad = multi.clone();
+        let n = bad.len();
+        bad[n - 5] ^= 0x10; // inside the last member's CRC32
+        std::fs::write(&p, &bad).unwrap();
+        let msg = read_idx_images(&p, Some(1)).unwrap_err().to_string();
+        assert!(
+            msg.contains("gzip member 3") && msg.contains("checksum does not match"),
+            "{msg}"
+        );
+        // Junk after the last member.
+        let mut junk = multi;
+        junk.extend_from_slice(&[0, 0, 0, 0]);
+        std::fs::write(&p, &junk).unwrap();
+        let msg = read_idx_images(&p, Some(1)).unwrap_err().to_string();
+        assert!(msg.contains("trailing garbage"), "{msg}");
+    }
+
+    #[test]
+    fn damaged_gzip_framing_is_reported_as_corrupt_gzip() {
+        let tmp = tempfile::tempdir().unwrap();
+        let p = tmp.path().join("d.gz");
+        let raw = labels_bytes(&[1, 2, 3]);
+        let z = gz(&raw);
+        let cases: Vec<(Vec<u8>, &str)> = vec![
+            (z[..5].to_vec(), "ends inside the header"),
+            (z[..z.len() - 3].to_vec(), "ends inside the trailer"),
+            (z[..14].to_vec(), "ends inside the deflate data"),
+            (
+                {
+                    let mut b = z.clone();
+                    b[2] = 7;
+                    b
+                },
+                "compression method 7",
+            ),
+            (
+                {
+                    let mut b = z.clone();
+                    b[3] = 0x80;
+                    b
+                },
+                "reserved flag bits",
+            ),
+            (
+                {
+                    let mut b = z.clone();
+                    b[3] = 1 << 3;
+                    b.truncate(12);
+                    b
+                },
+                "ends inside the header",
+            ),
+            (
+                {
+                    let mut b = z.clone();
+                    let n = b.len();
+                    b[n - 1] ^= 1;
+                    b
+                },
+                "checksum does not match",
+            ),
+        ];
+        for (bytes, want) in cases {
+            std::fs::write(&p, &bytes).unwrap();
+            for limit in [None, Some(1)] {
+                let err = read_idx_labels(&p, limit).unwrap_err();
+                let msg = err.to_string();
+                assert!(matches!(err, Error::CorruptGzip { .. }), "{want}: {msg}");
+                assert!(msg.contains(want) && msg.contains("d.gz"), "{want}: {msg}");
+            }
+        }
     }
 }

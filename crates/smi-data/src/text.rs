@@ -1,7 +1,7 @@
 //! Whitespace-separated text tables and index files, parsed with exact error positions.
 
 use std::collections::HashMap;
-use std::path::{Path, PathBuf};
+use std::path::Path;
 
 use crate::error::{Error, Result};
 
@@ -75,13 +75,8 @@ pub fn parse_table(text: &str, path: &Path) -> Result<Table> {
         let lineno = li + 1;
         let before = values.len();
         for (field, (char_col, tok)) in tokens(line).enumerate() {
-            let v = parse_f64(tok).ok_or_else(|| Error::Parse {
-                path: path.to_path_buf(),
-                line: lineno,
-                column: field + 1,
-                char_column: char_col,
-                token: tok.to_string(),
-                expected: "a finite number",
+            let v = parse_f64(tok).ok_or_else(|| {
+                Error::parse(path, lineno, field + 1, char_col, tok, "a finite number")
             })?;
             values.push(v);
         }
@@ -150,13 +145,15 @@ pub(crate) fn parse_indices(text: &str, path: &Path) -> Result<Vec<LocatedIndex>
     let mut out = Vec::new();
     for (li, line) in text.lines().enumerate() {
         for (field, (char_col, tok)) in tokens(line).enumerate() {
-            let index = parse_index(tok).ok_or_else(|| Error::Parse {
-                path: path.to_path_buf(),
-                line: li + 1,
-                column: field + 1,
-                char_column: char_col,
-                token: tok.to_string(),
-                expected: "a non-negative integer",
+            let index = parse_index(tok).ok_or_else(|| {
+                Error::parse(
+                    path,
+                    li + 1,
+                    field + 1,
+                    char_col,
+                    tok,
+                    "a non-negative integer",
+                )
             })?;
             out.push(LocatedIndex {
                 index,
@@ -220,14 +217,14 @@ pub(crate) fn read_single_index(path: &Path) -> Result<usize> {
     let located = parse_indices(&read_to_string(path)?, path)?;
     match located.as_slice() {
         [one] => Ok(one.index),
-        [_, second, ..] => Err(Error::Parse {
-            path: PathBuf::from(path),
-            line: second.line,
-            column: 0,
-            char_column: 0,
-            token: second.index.to_string(),
-            expected: "end of file (exactly one integer)",
-        }),
+        [_, second, ..] => Err(Error::parse(
+            path,
+            second.line,
+            0,
+            0,
+            &second.index.to_string(),
+            "end of file (exactly one integer)",
+        )),
         [] => Err(Error::EmptyFile {
             path: path.to_path_buf(),
         }),

@@ -9,7 +9,7 @@ use std::fmt;
 use std::path::{Path, PathBuf};
 use std::str::FromStr;
 
-use crate::error::{Error, Result};
+use crate::error::{cut_for_message, Error, Result};
 use crate::preprocess::{prepare, train_test_split_indices, Prepared};
 use crate::text::{read_index_set, read_single_index, read_table, Table};
 
@@ -108,7 +108,7 @@ impl FromStr for UciDataset {
             return Ok(UciDataset::Boston);
         }
         Err(Error::UnknownDataset {
-            name: s.to_string(),
+            name: cut_for_message(s),
             expected: UciDataset::ALL
                 .iter()
                 .map(|d| format!("{} ({})", d.short_name(), d.folder()))
@@ -172,7 +172,10 @@ impl FromStr for SplitKind {
             "gap10" | "gap" => Ok(SplitKind::Gap10),
             _ => Err(Error::invalid(
                 "split kind",
-                format!("{s:?}; expected \"standard\" or \"gap10\""),
+                format!(
+                    "{:?}; expected \"standard\" or \"gap10\"",
+                    cut_for_message(s)
+                ),
             )),
         }
     }
@@ -260,6 +263,10 @@ pub fn gap_splits(x: &[f64], rows: usize, cols: usize, test_fraction: f64) -> Re
 
 /// The Gap10 test fraction (10 % of the rows in the middle of each feature's range).
 pub const GAP10_TEST_FRACTION: f64 = 0.1;
+
+/// The most standard splits `n_splits.txt` may announce (the data sets have 20, Protein 5); see
+/// [`UciData::n_splits`].
+pub const MAX_STANDARD_SPLITS: usize = 10_000;
 
 /// A loaded UCI data set under one [`ColumnConvention`].
 #[derive(Clone, Debug)]
@@ -399,27 +406,63 @@ impl UciData {
     /// Number of splits of `kind`: `n_splits.txt` for [`SplitKind::Standard`], the number of
     /// features for [`SplitKind::Gap10`].
     ///
+    /// The number in `n_splits.txt` is not trusted: it must be at most [`MAX_STANDARD_SPLITS`],
+    /// and `index_train_k.txt` and `index_test_k.txt` must exist for every `k` below it (their
+    /// contents are checked when a split is read).
+    ///
     /// # Errors
-    /// Missing or malformed `n_splits.txt`.
+    /// Missing or malformed `n_splits.txt`; [`Error::SplitCount`] (naming `n_splits.txt` and the
+    /// first missing index file) if the number is not backed by index files.
     pub fn n_splits(&self, kind: SplitKind) -> Result<usize> {
         match kind {
-            SplitKind::Standard => {
-                read_single_index(&required_file(&self.dir, self.dataset, "n_splits.txt")?)
-            }
+            SplitKind::Standard => self.standard_split_count(),
             SplitKind::Gap10 => Ok(self.cols),
         }
     }
 
+    /// `n_splits.txt`, checked against [`MAX_STANDARD_SPLITS`] and the index files present.
+    fn standard_split_count(&self) -> Result<usize> {
+        let path = required_file(&self.dir, self.dataset, "n_splits.txt")?;
+        let declared = read_single_index(&path)?;
+        let error = |reason: String| Error::SplitCount {
+            dataset: self.dataset.to_string(),
+            path: path.clone(),
+            declared,
+            reason,
+        };
+        if declared > MAX_STANDARD_SPLITS {
+            return Err(error(format!(
+                "at most {MAX_STANDARD_SPLITS} are supported"
+            )));
+        }
+        // Stops at the first missing file, so this is bounded by the files that exist.
+        for k in 0..declared {
+            for name in [
+                format!("index_train_{k}.txt"),
+                format!("index_test_{k}.txt"),
+            ] {
+                let file = self.dir.join(&name);
+                if !file.is_file() {
+                    return Err(error(format!(
+                        "{} does not exist (index files exist for the first {k} split(s) only)",
+                        file.display()
+                    )));
+                }
+            }
+        }
+        Ok(declared)
+    }
+
     /// Standard split `k` from `index_train_k.txt` / `index_test_k.txt`.
     ///
-    /// Checks that `k < n_splits`, every index is `< rows`, no index repeats within a file, and
-    /// train and test are disjoint.
+    /// Checks that `k < n_splits` (see [`UciData::n_splits`]), every index is `< rows`, no index
+    /// repeats within a file, and train and test are disjoint.
     ///
     /// # Errors
-    /// [`Error::SplitOutOfRange`], [`Error::MissingFile`], parse errors,
+    /// [`Error::SplitOutOfRange`], [`Error::SplitCount`], [`Error::MissingFile`], parse errors,
     /// [`Error::IndexOutOfRange`], [`Error::DuplicateIndex`], [`Error::OverlappingSplit`].
     pub fn standard_split(&self, k: usize) -> Result<Split> {
-        let available = self.n_splits(SplitKind::Standard)?;
+        let available = self.standard_split_count()?;
         if k >= available {
             return Err(Error::SplitOutOfRange {
                 dataset: self.dataset.to_string(),
@@ -428,6 +471,11 @@ impl UciData {
                 available,
             });
         }
+        self.read_standard_split(k)
+    }
+
+    /// Reads and checks standard split `k` (whose number is already known to be valid).
+    fn read_standard_split(&self, k: usize) -> Result<Split> {
         let tr = required_file(&self.dir, self.dataset, &format!("index_train_{k}.txt"))?;
         let te = required_file(&self.dir, self.dataset, &format!("index_test_{k}.txt"))?;
         let train = read_index_set(&tr, self.rows)?;
@@ -481,8 +529,8 @@ impl UciData {
     /// As [`UciData::split`].
     pub fn splits(&self, kind: SplitKind) -> Result<Vec<Split>> {
         match kind {
-            SplitKind::Standard => (0..self.n_splits(kind)?)
-                .map(|k| self.standard_split(k))
+            SplitKind::Standard => (0..self.standard_split_count()?)
+                .map(|k| self.read_standard_split(k))
                 .collect(),
             SplitKind::Gap10 => Ok(self.gap10_splits()),
         }

@@ -240,3 +240,30 @@ fn boston_validation_holdout_matches_sklearn() {
     assert!((p.standardizer.std[0] - 9.04723000765541).abs() < 1e-12);
     assert!((p.x_test.values[0] - -0.4170898978378807).abs() < 1e-12);
 }
+
+/// The case: MNIST training images with byte 200 of the `.gz` flipped. A quick run reads
+/// only the first images; it must fail, naming the file and the checksum, like a full read.
+#[test]
+fn mnist_with_a_flipped_gzip_byte_is_rejected_even_for_a_prefix() {
+    let Some(dir) = data_dir() else { return };
+    let tmp = tempfile::tempdir().unwrap();
+    let copy = tmp.path().join("mnist");
+    std::fs::create_dir(&copy).unwrap();
+    for f in smi_data::MNIST_FILES {
+        std::fs::copy(dir.join("mnist").join(f), copy.join(f)).unwrap();
+    }
+    let train_images = copy.join(smi_data::MNIST_FILES[0]);
+    let mut z = std::fs::read(&train_images).unwrap();
+    z[200] ^= 0xff;
+    std::fs::write(&train_images, &z).unwrap();
+    for (train, test) in [(Some(100), Some(10)), (Some(1), None), (None, None)] {
+        let msg = Mnist::load_subset(tmp.path(), train, test)
+            .unwrap_err()
+            .to_string();
+        assert!(
+            msg.contains(smi_data::MNIST_FILES[0]) && msg.contains("checksum does not match"),
+            "{train:?}/{test:?}: {msg}"
+        );
+        assert!(!msg.contains("trailing"), "{msg}");
+    }
+}

@@ -6,11 +6,14 @@
 //! and figures from the records only. Methods and engines come from the method-layer
 //! presets ([`smi::Method::preset`]); each experiment states only its deltas.
 //!
-//! Shared pieces: [`records`] (the JSONL records), [`progress`] (progress bars), [`tables`]
-//! (Markdown), [`plot`] (fonts and figure helpers), and [`mod@bench`] (the benchmark cases of
-//! `smi bench`).
+//! Shared pieces: [`records`] (the JSONL records), [`locks`] (per-unit locks, so that runs
+//! sharing an output folder split the work), [`limits`] (up-front size checks), [`progress`]
+//! (progress bars), [`tables`] (Markdown), [`plot`] (fonts and figure helpers), and
+//! [`mod@bench`] (the benchmark cases of `smi bench`).
 
 pub mod bench;
+pub mod limits;
+pub mod locks;
 pub mod mnist;
 pub mod plot;
 pub mod progress;

@@ -34,7 +34,7 @@ impl Observer for Bar {
     }
 
     fn on_step(&mut self, p: &Progress) {
-        if p.step % self.every == 0 || p.step == p.total {
+        if p.step.is_multiple_of(self.every) || p.step == p.total {
             self.bar.set_position(p.step);
             self.bar.set_message(format!("loss {:.4}", p.loss));
         }

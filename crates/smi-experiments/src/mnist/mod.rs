@@ -4,7 +4,8 @@
 //! `<out>/mnist.jsonl`, the paper's Table 4 to `<out>/mnist.md`.
 //!
 //! Every (layer count, method) pair is a unit. A unit whose key (layers, method, config) already
-//! has a record is skipped. While a unit trains, its state is saved at the end of every epoch to
+//! has a record that is not marked failed is skipped; a unit whose checkpoint another run sharing
+//! the output folder holds (its lock file in `<out>/locks/`) is skipped too. While a unit trains, its state is saved at the end of every epoch to
 //! `<out>/checkpoints/mnist-<layers>-<method>.json` (the engine's [`State`]: particles,
 //! optimizer moments, RNG, step counter) next to `mnist-<layers>-<method>.progress.json` (epoch,
 //! shuffle position, training seconds so far, the training configuration); a rerun with the
@@ -37,6 +38,8 @@ use smi::{
 use smi_data::Mnist;
 use smi_models::BnnClassifier;
 
+use crate::limits;
+use crate::locks;
 use crate::progress::Bar;
 use crate::records;
 use crate::tables;
@@ -151,7 +154,11 @@ Resuming: after every epoch the engine state is saved to \
 <out>/checkpoints/mnist-<layers>-<method>.json and the epoch, shuffle position and training time \
 to mnist-<layers>-<method>.progress.json; rerunning the same command continues an interrupted \
 unit from its last finished epoch (asking for more epochs continues a finished one). A unit \
-whose record (layers, method, config) is already in <out>/mnist.jsonl is skipped.
+whose record (layers, method, config) is already in <out>/mnist.jsonl is skipped. A unit whose \
+metrics are not finite is recorded with status \"failed\" and its reason: it does not count as \
+done (the next run retries it) and the report ignores it. Runs sharing one --out split the work: \
+a unit trains under a lock file in <out>/locks/ (one per checkpoint); a unit locked by another \
+run is skipped by this one.
 
 Records (mnist.jsonl): experiment, layers, method, seed, epochs, steps, seconds, config, version, \
 and metrics.{acc, conf, nll, brier, ece, mce, each with *_std; acc_argmax, ece_weighted, \
@@ -225,6 +232,13 @@ impl Plan {
         if test_size == Some(0) {
             bail!("--test-size must be at least 1");
         }
+        check_sizes(
+            &layers,
+            &methods,
+            draws,
+            elbo_draws,
+            limits::machine_memory(),
+        )?;
         Ok(Plan {
             layers,
             methods,
@@ -251,6 +265,22 @@ impl Plan {
         epochs(self, n).steps_per_epoch()
     }
 
+    /// Training steps of a unit on `n` images (epochs × steps per epoch).
+    ///
+    /// # Errors
+    /// The product overflows 64 bits (an absurd `--epochs`).
+    fn total_steps(&self, n: usize) -> Result<u64> {
+        let spe = self.steps_per_epoch(n);
+        self.epochs.checked_mul(spe).ok_or_else(|| {
+            anyhow!(
+                "--epochs {}: {} epochs × {spe} steps per epoch is more steps than a 64-bit \
+                 counter holds",
+                self.epochs,
+                self.epochs
+            )
+        })
+    }
+
     /// Everything that determines the training trajectory step by step (the checkpoint key):
     /// the config without the epoch count (except for ASVGD, whose schedule spans the run) and
     /// without the evaluation settings.
@@ -272,7 +302,7 @@ impl Plan {
             Method::Svgd => format!("m={PARTICLES} delta(init=median15)"),
             Method::Asvgd => format!(
                 "m={PARTICLES} delta(init=median15) {}",
-                schedule_label(asvgd_schedule(self.epochs * spe))
+                schedule_label(asvgd_schedule(self.epochs.saturating_mul(spe)))
             ),
             Method::Ovi => "normal(init=uniform(2),scale=0.1) S=1".to_string(),
             Method::Map => "delta(init=median15)".to_string(),
@@ -294,6 +324,55 @@ impl Plan {
             self.draws
         )
     }
+}
+
+/// Parameters of the network with `layers` hidden layers of width 100 (784 pixels, 10 classes).
+fn network_dim(layers: usize) -> u64 {
+    let hidden = (layers.max(1) - 1) as u64;
+    784 * 100 + 100 + hidden * (100 * 100 + 100) + 100 * 10 + 10
+}
+
+/// Refuses `--draws` and `--elbo-draws` values whose arrays could not fit in `memory` bytes:
+/// SMI and OVI hold draws × parameters numbers for their predictive draws, every method but
+/// SVGD/ASVGD keeps each metric per draw (as a number and in the record's JSON), and SMI
+/// evaluates S draws per particle and step.
+fn check_sizes(
+    layers: &[usize],
+    methods: &[Method],
+    draws: usize,
+    elbo_draws: usize,
+    memory: u64,
+) -> Result<()> {
+    let dim = layers.iter().map(|&l| network_dim(l)).max().unwrap_or(0);
+    // A value as f64 and as a serde_json::Value in the record.
+    let per_metric = METRICS.len() as u64 * (8 + 32);
+    let per_draw = if methods
+        .iter()
+        .any(|m| matches!(m, Method::Smi | Method::Ovi))
+    {
+        Some(dim * 8 + per_metric)
+    } else if methods.contains(&Method::Map) {
+        Some(per_metric)
+    } else {
+        None
+    };
+    if let Some(per_draw) = per_draw {
+        limits::check_memory(
+            "--draws",
+            &format!("{draws} predictive draws"),
+            limits::product(&[draws as u64, per_draw]),
+            memory,
+        )?;
+    }
+    if methods.contains(&Method::Smi) {
+        limits::check_memory(
+            "--elbo-draws",
+            &format!("S = {elbo_draws} ELBO draws for each of {PARTICLES} particles"),
+            limits::product(&[elbo_draws as u64, PARTICLES as u64, dim, 8]),
+            memory,
+        )?;
+    }
+    Ok(())
 }
 
 /// ASVGD's cyclical schedule over `total` steps: C = 10 cycles, p = 10; runs shorter than 10
@@ -400,10 +479,8 @@ pub fn run(args: &Args) -> Result<()> {
     if n < BATCH_SIZE {
         bail!("only {n} training images: fewer than one batch of {BATCH_SIZE}");
     }
-    let done: BTreeSet<(u64, String, String)> = records::read(&plan.out, EXPERIMENT)?
-        .iter()
-        .filter_map(record_key)
-        .collect();
+    plan.total_steps(n)?;
+    let done = done_keys(&records::read(&plan.out, EXPERIMENT)?);
     let pending: Vec<(usize, Method)> = plan
         .layers
         .iter()
@@ -425,6 +502,7 @@ pub fn run(args: &Args) -> Result<()> {
         labels: data.test.labels.iter().map(|&l| usize::from(l)).collect(),
     };
     let labels: Vec<usize> = data.train.labels.iter().map(|&l| usize::from(l)).collect();
+    let (mut failed, mut busy) = (Vec::new(), 0);
     for &layers in &plan.layers {
         let units: Vec<Method> = pending
             .iter()
@@ -439,8 +517,37 @@ pub fn run(args: &Args) -> Result<()> {
         let model = BnnClassifier::mnist(x, labels.clone(), layers)
             .context("cannot build the MNIST network")?;
         for method in units {
-            let rec = run_unit(&plan, &model, layers, method, &test)
-                .with_context(|| format!("mnist {layers}-layer {method} failed"))?;
+            let label = format!("mnist {layers}-layer {method}");
+            let key = (
+                layers as u64,
+                method.name().to_string(),
+                plan.config(layers, method, n, n_test),
+            );
+            // One lock per checkpoint: runs sharing the folder never train the same one.
+            let Some(_lock) = locks::try_lock(
+                &plan.out,
+                &format!("{EXPERIMENT}-{layers}-{method}"),
+                &format!("{layers}|{method}"),
+            )?
+            else {
+                busy += 1;
+                eprintln!(
+                    "{label}: locked by another run on {} (its checkpoint is in use); skipped",
+                    plan.out.display()
+                );
+                continue;
+            };
+            // Another run may have finished it since this one read the records.
+            if done_keys(&records::read(&plan.out, EXPERIMENT)?).contains(&key) {
+                eprintln!("{label}: recorded by another run meanwhile; not repeating it");
+                continue;
+            }
+            let mut rec = run_unit(&plan, &model, layers, method, &test)
+                .with_context(|| format!("{label} failed"))?;
+            if let Some(reason) = records::fail_if_non_finite(&mut rec) {
+                eprintln!("error: {label} failed (recorded as failed): {reason}");
+                failed.push(label);
+            }
             records::append(&plan.out, EXPERIMENT, rec)?;
         }
     }
@@ -450,7 +557,25 @@ pub fn run(args: &Args) -> Result<()> {
         records::path(&plan.out, EXPERIMENT).display(),
         plan.out.join("mnist.md").display()
     );
+    if busy > 0 {
+        eprintln!("mnist: {busy} units skipped (locked by another run)");
+    }
+    if !failed.is_empty() {
+        bail!(
+            "{} MNIST units failed ({}): their metrics are not finite; rerun to retry them",
+            failed.len(),
+            failed.join(", ")
+        );
+    }
     Ok(())
+}
+
+/// The keys of the records that mark their unit as done (failed records do not).
+fn done_keys(recs: &[Map<String, Value>]) -> BTreeSet<(u64, String, String)> {
+    recs.iter()
+        .filter(|r| !records::is_failed(r))
+        .filter_map(record_key)
+        .collect()
 }
 
 /// What the training loop reports.
@@ -458,7 +583,8 @@ struct Trained {
     state: State,
     /// Training seconds over all epochs, including those of an interrupted earlier run.
     train_seconds: f64,
-    /// Mean loss of the last epoch trained by this process (NaN if none was).
+    /// Mean loss of the last epoch (read from the progress file when a resumed unit had nothing
+    /// left to train).
     final_loss: f64,
     /// Process CPU seconds (user + system, all threads) of the training, when measurable.
     cpu_seconds: Option<f64>,
@@ -486,7 +612,7 @@ fn run_unit(
 ) -> Result<Map<String, Value>> {
     let n = model.num_data();
     let spe = plan.steps_per_epoch(n);
-    let total = plan.epochs * spe;
+    let total = plan.total_steps(n)?;
     let lr = adagrad_lr(layers);
     let mut settings = match method {
         Method::Ovi | Method::Map => method
@@ -638,7 +764,7 @@ fn evaluate(
         Method::Map => (post.locations(), draws),
         _ => (post.predictive_draws(draws, &mut rng)?, 1),
     };
-    let d = post.dim;
+    let d = post.dim();
     let distinct = theta.rows();
     let n = test.labels.len();
     let mut values: Vec<Vec<f64>> = vec![Vec::new(); METRICS.len()];
@@ -766,6 +892,27 @@ mod tests {
             plan.config(1, Method::Smi, 60_000, 10_000),
             more.config(1, Method::Smi, 60_000, 10_000)
         );
+    }
+
+    #[test]
+    fn absurd_draw_counts_are_refused() {
+        let gib = 1u64 << 30;
+        let all = Method::VARIATIONAL;
+        // The paper's settings fit in a few GiB.
+        assert!(check_sizes(&[1, 2], &all, 50, SMI_ELBO_DRAWS, 4 * gib).is_ok());
+        for (draws, elbo, flag) in [
+            (1_000_000_000, SMI_ELBO_DRAWS, "--draws"),
+            (usize::MAX, SMI_ELBO_DRAWS, "--draws"),
+            (50, 1_000_000_000, "--elbo-draws"),
+        ] {
+            let e = check_sizes(&[1, 2], &all, draws, elbo, 128 * gib).unwrap_err();
+            assert!(e.to_string().contains(flag), "{e}");
+        }
+        // MAP keeps every draw's metrics; SVGD/ASVGD use their particles whatever --draws says.
+        assert!(check_sizes(&[1], &[Method::Map], 1_000_000_000, 55, 128 * gib).is_err());
+        assert!(check_sizes(&[1], &[Method::Svgd], usize::MAX, 55, gib).is_ok());
+        assert_eq!(network_dim(1), 79_510);
+        assert_eq!(network_dim(2), 89_610);
     }
 
     #[test]

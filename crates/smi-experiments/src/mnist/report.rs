@@ -105,9 +105,10 @@ fn metric_table(rows: &[(Method, &Map<String, Value>)], columns: &[Column]) -> S
     tables::markdown(&header, &cells)
 }
 
-/// Rebuilds `mnist.md` from `mnist.jsonl` (nothing when there are no records).
+/// Rebuilds `mnist.md` from `mnist.jsonl` (nothing when there are no records); records of
+/// failed units are left out.
 pub fn report(out: &Path) -> Result<()> {
-    let recs = records::read(out, EXPERIMENT)?;
+    let recs = records::read_succeeded(out, EXPERIMENT)?;
     if recs.is_empty() {
         return Ok(());
     }
@@ -207,6 +208,7 @@ pub fn report(out: &Path) -> Result<()> {
         ));
     }
     let path = out.join("mnist.md");
-    std::fs::write(&path, md).with_context(|| format!("cannot write {}", path.display()))?;
+    records::write_atomic(&path, md.as_bytes())
+        .with_context(|| format!("cannot write {}", path.display()))?;
     Ok(())
 }

@@ -11,16 +11,27 @@ fn checkpoint_paths(out: &Path, layers: usize, method: Method) -> (PathBuf, Path
     )
 }
 
-/// Writes `value` to `path` atomically (temporary file, then rename).
+/// Writes `value` to `path` atomically (a temporary file of a name unique to this process and
+/// call, then rename).
 fn write_json_atomic(path: &Path, value: &Value) -> smi::Result<()> {
     let io = |source| smi::Error::Io {
         path: path.display().to_string(),
         source,
     };
-    let tmp = path.with_extension("tmp");
     let text = serde_json::to_vec_pretty(value).map_err(|e| io(std::io::Error::other(e)))?;
-    std::fs::write(&tmp, text).map_err(io)?;
-    std::fs::rename(&tmp, path).map_err(io)
+    records::write_atomic(path, &text).map_err(io)
+}
+
+/// What a checkpoint that fits this run restores.
+struct Resumed {
+    state: State,
+    /// Training seconds so far.
+    train_seconds: f64,
+    /// Process CPU seconds so far, when measured.
+    cpu_seconds: Option<f64>,
+    /// Mean loss of the checkpoint's last epoch (`epoch_loss` of the progress file; NaN when
+    /// absent).
+    epoch_loss: f64,
 }
 
 /// A resumable state with its accumulated training time, if the checkpoint fits this run.
@@ -31,7 +42,7 @@ fn try_resume(
     key: &str,
     total: u64,
     label: &str,
-) -> Result<Option<(State, f64, Option<f64>)>> {
+) -> Result<Option<Resumed>> {
     if !ckpt.is_file() {
         return Ok(None);
     }
@@ -80,7 +91,16 @@ fn try_resume(
         .and_then(Value::as_f64)
         .unwrap_or(0.0);
     let cpu = meta.get("cpu_seconds").and_then(Value::as_f64);
-    Ok(Some((state, secs, cpu)))
+    let epoch_loss = meta
+        .get("epoch_loss")
+        .and_then(Value::as_f64)
+        .unwrap_or(f64::NAN);
+    Ok(Some(Resumed {
+        state,
+        train_seconds: secs,
+        cpu_seconds: cpu,
+        epoch_loss,
+    }))
 }
 
 /// The per-epoch bookkeeping of a training run: a progress bar per epoch, the progress file
@@ -194,7 +214,7 @@ pub(super) fn train(
 ) -> Result<Trained> {
     let rows = epochs(plan, n);
     let spe = rows.steps_per_epoch();
-    let total = plan.epochs * spe;
+    let total = plan.total_steps(n)?;
     let label = format!("mnist {layers}-layer {method}");
     let (ckpt, progress_path) = checkpoint_paths(&plan.out, layers, method);
     if let Some(dir) = ckpt.parent() {
@@ -205,21 +225,23 @@ pub(super) fn train(
     } else {
         None
     };
-    let (state, train_seconds, cpu_seconds) = match resumed {
-        Some((s, secs, cpu)) => {
+    let (state, train_seconds, cpu_seconds, final_loss) = match resumed {
+        Some(r) => {
             eprintln!(
                 "{label}: resuming from {} at epoch {} of {} (step {})",
                 ckpt.display(),
-                s.step / spe,
+                r.state.step / spe,
                 plan.epochs,
-                s.step
+                r.state.step
             );
-            (s, secs, cpu)
+            // When nothing is left to train, the checkpoint's last epoch is the final one.
+            (r.state, r.train_seconds, r.cpu_seconds, r.epoch_loss)
         }
         None => (
             engine.init().context("cannot initialise the particles")?,
             0.0,
             Some(0.0),
+            f64::NAN,
         ),
     };
     let mut log = EpochLog {
@@ -237,7 +259,7 @@ pub(super) fn train(
         cpu_mark: None,
         train_seconds,
         cpu_seconds,
-        final_loss: f64::NAN,
+        final_loss,
     };
     let settings = RunSettings {
         max_steps: total,

@@ -4,8 +4,10 @@
 //! `<out>/uci.md`.
 //!
 //! Work is cut into units (data set, split kind, split, method) in a fixed order; a unit whose
-//! key (data set, split kind, split, method, config) already has a record is skipped, so an
-//! interrupted run resumes where it stopped and `--shard I/N` lets N processes share the list.
+//! key (data set, split kind, split, method, config) already has a record that is not marked
+//! failed is skipped, so an interrupted run resumes where it stopped and `--shard I/N` lets N
+//! processes share the list. A unit runs under its lock file in `<out>/locks/`; one locked by
+//! another run sharing the output folder is skipped, so identical runs split the work.
 
 mod lr;
 mod parse;
@@ -30,6 +32,7 @@ use smi::{AttractionNorm, Matrix, NoObserver, NutsSettings, Observer};
 use smi_data::{ColumnConvention, Prepared, Split, SplitKind, UciData, UciDataset};
 use smi_models::BnnRegression;
 
+use crate::locks;
 use crate::progress::Bar;
 use crate::records;
 use crate::tables;
@@ -55,7 +58,8 @@ pub struct Args {
     #[arg(long, default_value = "standard")]
     pub split: String,
     /// Splits to run: comma-separated indices or ranges (`0,3,5-9`), or `all`; indices beyond a
-    /// data set's splits are skipped [default: all; with --quick: 0].
+    /// data set's splits are skipped, an index beyond every chosen data set's splits is an error
+    /// [default: all; with --quick: 0].
     #[arg(long)]
     pub splits: Option<String>,
     /// Methods, comma-separated, or `all` (smi, svgd, asvgd, ovi, map, nuts)
@@ -117,8 +121,11 @@ early stopping, predictive draws, NUTS settings, seed), the unit is skipped. Re-
 command after an interruption therefore only does the missing units. With --shard I/N a process \
 runs only the units whose index is ≡ I (mod N); start N processes (or machines) with \
 I = 0 … N−1 and the same options, then concatenate their uci.jsonl files (or let them share one \
---out: records are appended line by line) and run `smi report --out DIR`. --list shows the \
-unit list with the status of each unit.
+--out) and run `smi report --out DIR`. Runs sharing one --out split the work: a unit runs under \
+a lock file in <out>/locks/, a unit locked by another run is skipped (and counted as such), and \
+records are appended under a lock on uci.jsonl. A unit whose fit fails or whose metrics are not \
+finite is recorded with status \"failed\" and its reason; it does not count as done, so the next \
+run retries it, and reports ignore it. --list shows the unit list with the status of each unit.
 
 Records (uci.jsonl): experiment, dataset, split_kind, split, method, seed, config, version, \
 seconds, lr, metrics.{rmse, nll (proper: RMSE of the predictive mean, mixture NLL), rmse_paper \
@@ -300,7 +307,7 @@ pub fn run(args: &Args) -> Result<()> {
 
     // Load the data sets and build the unit list (deterministic: the order of the options).
     let mut data = BTreeMap::new();
-    let mut units = Vec::new();
+    let mut counts = Vec::new();
     for &ds in &datasets {
         let d = UciData::load(&data_dir, ds, ColumnConvention::Paper).with_context(|| {
             format!(
@@ -309,32 +316,48 @@ pub fn run(args: &Args) -> Result<()> {
             )
         })?;
         for &kind in &kinds {
-            let available = d
-                .n_splits(kind)
-                .with_context(|| format!("cannot count the {kind} splits of {ds}"))?;
-            let chosen: Vec<usize> = match &splits {
-                None => (0..available).collect(),
-                Some(v) => {
-                    let (ok, skipped): (Vec<usize>, Vec<usize>) =
-                        v.iter().partition(|&&k| k < available);
-                    if !skipped.is_empty() {
-                        eprintln!("note: {ds} has {available} {kind} splits; skipping {skipped:?}");
-                    }
-                    ok
-                }
-            };
-            for split in chosen {
-                for &method in &methods {
-                    units.push(Unit {
-                        dataset: ds,
-                        kind,
-                        split,
-                        method,
-                    });
-                }
-            }
+            counts.push((ds, kind, split_count(&d, kind)?));
         }
         data.insert(ds, d);
+    }
+    if let Some(set) = &splits {
+        // Refused before anything is enumerated: `0-4294967295` names no real split.
+        let most = counts.iter().map(|c| c.2).max().unwrap_or(0);
+        if set.max() >= most {
+            let (ds, kind, _) = counts
+                .iter()
+                .max_by_key(|c| c.2)
+                .ok_or_else(|| anyhow!("no data set chosen"))?;
+            bail!(
+                "--splits: no chosen data set has split {} (the most splits is {most}, of {ds} \
+                 {kind}: indices 0-{}); ask for indices below {most}",
+                set.at_or_above(most),
+                most.saturating_sub(1)
+            );
+        }
+    }
+    let mut units = Vec::new();
+    for &(ds, kind, available) in &counts {
+        let chosen: Vec<usize> = match &splits {
+            None => (0..available).collect(),
+            Some(set) => {
+                let beyond = set.at_or_above(available);
+                if !beyond.is_empty() {
+                    eprintln!("note: {ds} has {available} {kind} splits; skipping {beyond}");
+                }
+                set.below(available)
+            }
+        };
+        for split in chosen {
+            for &method in &methods {
+                units.push(Unit {
+                    dataset: ds,
+                    kind,
+                    split,
+                    method,
+                });
+            }
+        }
     }
     let mine: Vec<(usize, Unit)> = units
         .iter()
@@ -343,16 +366,27 @@ pub fn run(args: &Args) -> Result<()> {
         .filter(|(i, _)| shard.is_none_or(|(s, n)| i % n == s))
         .collect();
 
-    let done: BTreeSet<String> = records::read(&args.out, EXPERIMENT)?
-        .iter()
-        .filter_map(record_key)
-        .collect();
+    let recs = records::read(&args.out, EXPERIMENT)?;
+    let done = done_keys(&recs);
 
     if args.list {
+        let failed: BTreeSet<String> = recs
+            .iter()
+            .filter(|r| records::is_failed(r))
+            .filter_map(record_key)
+            .collect();
         for (i, u) in &mine {
             let status = match static_lr(&plan, u) {
-                Some(lr) if done.contains(&key(u, &plan.config(u.method, lr))) => "done",
-                Some(_) => "pending",
+                Some(lr) => {
+                    let k = key(u, &plan.config(u.method, lr));
+                    if done.contains(&k) {
+                        "done"
+                    } else if failed.contains(&k) {
+                        "pending (failed before)"
+                    } else {
+                        "pending"
+                    }
+                }
                 None => "pending (lr from tuning)",
             };
             println!("{i}\t{}\t{status}", u.label());
@@ -390,19 +424,40 @@ pub fn run(args: &Args) -> Result<()> {
                 .collect()
         })
     };
-    let (mut ran, mut skipped, mut failed) = (0, 0, 0);
+    let (mut ran, mut skipped, mut busy, mut failed) = (0, 0, 0, 0);
     for (o, (_, u)) in outcomes.into_iter().zip(&mine) {
         match o {
             Ok(Outcome::Ran) => ran += 1,
             Ok(Outcome::Skipped) => skipped += 1,
+            Ok(Outcome::Busy) => {
+                busy += 1;
+                eprintln!(
+                    "note: unit {} is locked by another run on {}; skipped",
+                    u.label(),
+                    args.out.display()
+                );
+            }
+            Ok(Outcome::Failed(reason)) => {
+                failed += 1;
+                eprintln!(
+                    "error: unit {} failed (recorded as failed): {reason}",
+                    u.label()
+                );
+            }
             Err(e) => {
                 failed += 1;
                 eprintln!("error: unit {} failed: {e:#}", u.label());
             }
         }
     }
+    let busy_note = if busy > 0 {
+        format!(", {busy} skipped (locked by another run)")
+    } else {
+        String::new()
+    };
     eprintln!(
-        "uci: {ran} units run, {skipped} skipped (already recorded), {failed} failed in {:.0} s",
+        "uci: {ran} units run, {skipped} skipped (already recorded){busy_note}, {failed} failed \
+         in {:.0} s",
         started.elapsed().as_secs_f64()
     );
     report(&args.out)?;
@@ -424,15 +479,48 @@ fn static_lr(plan: &Plan, u: &Unit) -> Option<Option<f64>> {
     }
 }
 
+/// The number of splits of `kind` in `d`, checked against the data: a standard split count
+/// (`n_splits.txt`) must name index files that exist, so the last split is read.
+fn split_count(d: &UciData, kind: SplitKind) -> Result<usize> {
+    let ds = d.dataset;
+    let available = d
+        .n_splits(kind)
+        .with_context(|| format!("cannot count the {kind} splits of {ds}"))?;
+    if kind == SplitKind::Standard && available > 0 {
+        d.split(kind, available - 1).with_context(|| {
+            format!(
+                "{ds}: n_splits.txt says {available} standard splits, but split {} cannot be \
+                 read; fix n_splits.txt",
+                available - 1
+            )
+        })?;
+    }
+    Ok(available)
+}
+
+/// The keys of the records that mark their unit as done (failed records do not).
+fn done_keys(recs: &[Map<String, Value>]) -> BTreeSet<String> {
+    recs.iter()
+        .filter(|r| !records::is_failed(r))
+        .filter_map(record_key)
+        .collect()
+}
+
 enum Outcome {
     Ran,
+    /// Already recorded.
     Skipped,
+    /// Locked by another run sharing the output folder.
+    Busy,
+    /// Recorded as failed, for this reason.
+    Failed(String),
 }
 
 struct Ctx<'a> {
     plan: &'a Plan,
     data: &'a BTreeMap<UciDataset, UciData>,
     out: &'a Path,
+    /// Keys done when the run started (a unit found here is skipped without taking its lock).
     done: &'a BTreeSet<String>,
     tune_lock: std::sync::Mutex<()>,
 }
@@ -444,7 +532,16 @@ impl Ctx<'_> {
             None => Some(self.tuned_lr(u)?),
         };
         let config = self.plan.config(u.method, lr);
-        if self.done.contains(&key(u, &config)) {
+        let key = key(u, &config);
+        if self.done.contains(&key) {
+            return Ok(Outcome::Skipped);
+        }
+        let lock_name = format!("{EXPERIMENT}-{}", u.label());
+        let Some(_lock) = locks::try_lock(self.out, &lock_name, &key)? else {
+            return Ok(Outcome::Busy);
+        };
+        // Another run may have finished the unit since this one read the records.
+        if done_keys(&records::read(self.out, EXPERIMENT)?).contains(&key) {
             return Ok(Outcome::Skipped);
         }
         let data = self
@@ -458,7 +555,7 @@ impl Ctx<'_> {
             .prepared(&split)
             .with_context(|| format!("cannot prepare {}", u.label()))?;
         let t0 = Instant::now();
-        let fit = fit_and_evaluate(
+        let fitted = fit_and_evaluate(
             u.method,
             lr,
             &prep,
@@ -466,8 +563,31 @@ impl Ctx<'_> {
             self.plan.unit_seed(u.split),
             &u.label(),
         )
-        .with_context(|| format!("fitting {}", u.label()))?;
+        .with_context(|| format!("fitting {}", u.label()));
         let seconds = t0.elapsed().as_secs_f64();
+        let unit_record = || {
+            let mut m = Map::new();
+            m.insert("dataset".into(), json!(u.dataset.short_name()));
+            m.insert("split_kind".into(), json!(u.kind.name()));
+            m.insert("split".into(), json!(u.split));
+            m.insert("method".into(), json!(u.method.name()));
+            m.insert("seed".into(), json!(self.plan.seed));
+            m.insert("config".into(), json!(config));
+            m.insert("lr".into(), json!(lr));
+            m.insert("seconds".into(), json!(seconds));
+            m
+        };
+        let fit = match fitted {
+            Ok(f) => f,
+            Err(e) => {
+                // Recorded as failed (not done: the next run retries it), with the reason.
+                let reason = format!("{e:#}");
+                let mut rec = unit_record();
+                records::mark_failed(&mut rec, &reason);
+                records::append(self.out, EXPERIMENT, rec)?;
+                return Ok(Outcome::Failed(reason));
+            }
+        };
         eprintln!(
             "{:<24} rmse {:.3} nll {:.3} (paper: rmse {:.3} nll {:.3}) {} steps, {:.2e} s/step, {:.0} s",
             u.label(),
@@ -479,29 +599,22 @@ impl Ctx<'_> {
             fit.seconds_per_step,
             seconds
         );
-        let Value::Object(rec) = json!({
-            "dataset": u.dataset.short_name(),
-            "split_kind": u.kind.name(),
-            "split": u.split,
-            "method": u.method.name(),
-            "seed": self.plan.seed,
-            "config": config,
-            "lr": lr,
-            "seconds": seconds,
-            "early_stopped": fit.early_stopped,
-            "metrics": {
+        let mut rec = unit_record();
+        rec.insert("early_stopped".into(), json!(fit.early_stopped));
+        rec.insert(
+            "metrics".into(),
+            json!({
                 "rmse": fit.rmse,
                 "nll": fit.nll,
                 "rmse_paper": fit.rmse_paper,
                 "nll_paper": fit.nll_paper,
                 "seconds_per_step": fit.seconds_per_step,
                 "steps": fit.steps,
-            },
-        }) else {
-            bail!("internal error: a record is not a JSON object");
-        };
+            }),
+        );
+        let failure = records::fail_if_non_finite(&mut rec);
         records::append(self.out, EXPERIMENT, rec)?;
-        Ok(Outcome::Ran)
+        Ok(failure.map_or(Outcome::Ran, Outcome::Failed))
     }
 
     /// The learning rate of the grid with the best validation RMSE (paper RMSE) on split 0 of
@@ -513,6 +626,24 @@ impl Ctx<'_> {
             .tune_lock
             .lock()
             .map_err(|_| anyhow!("learning-rate search lock poisoned"))?;
+        // Nor do other runs sharing the output folder: wait for one that searches this grid,
+        // then use its cached points.
+        let _file_lock = locks::lock(
+            self.out,
+            &format!(
+                "{TUNE_EXPERIMENT}-{}-{}-{}",
+                u.dataset,
+                u.kind.name(),
+                u.method
+            ),
+            &format!(
+                "{}|{}|{}|{}",
+                u.dataset,
+                u.kind.name(),
+                u.method,
+                self.plan.config(u.method, None)
+            ),
+        )?;
         let data = self
             .data
             .get(&u.dataset)
@@ -524,7 +655,7 @@ impl Ctx<'_> {
             .validation_holdout(0.1, 10)
             .context("cannot hold out the validation set")?;
         let prep = data.prepared(&holdout)?;
-        let cached = records::read(self.out, TUNE_EXPERIMENT)?;
+        let cached = records::read_succeeded(self.out, TUNE_EXPERIMENT)?;
         let grid_label = format!("tune {}/{}/{}", u.dataset, u.kind, u.method);
         let (lr, v) = smi::best_lr(
             &LR_GRID,
@@ -558,7 +689,7 @@ impl Ctx<'_> {
                     }
                 };
                 eprintln!("{label}: validation RMSE {v:.4}");
-                let Value::Object(rec) = json!({
+                let Value::Object(mut rec) = json!({
                     "dataset": u.dataset.short_name(),
                     "split_kind": u.kind.name(),
                     "split": 0,
@@ -566,11 +697,13 @@ impl Ctx<'_> {
                     "seed": self.plan.seed,
                     "config": config,
                     "lr": lr,
-                    // JSON has no infinity: a diverged run is stored as null.
+                    // JSON has no infinity: a diverged run is stored as null, marked failed
+                    // (not cached: the next search retries it).
                     "metrics": { "val_rmse": if v.is_finite() { Some(v) } else { None } },
                 }) else {
                     bail!("internal error: a record is not a JSON object");
                 };
+                records::fail_if_non_finite(&mut rec);
                 records::append(self.out, TUNE_EXPERIMENT, rec)?;
                 Ok(v)
             },
@@ -667,7 +800,15 @@ mod tests {
 
     #[test]
     fn option_parsing() {
-        assert_eq!(parse_splits("0,3-5,3").unwrap(), Some(vec![0, 3, 4, 5]));
+        let set = parse_splits("0,3-5,3,6,9").unwrap().unwrap();
+        assert_eq!(set.0, vec![(0, 0), (3, 6), (9, 9)]);
+        assert_eq!(set.below(5), vec![0, 3, 4]);
+        assert_eq!(set.at_or_above(5), "5-6, 9");
+        assert_eq!(set.max(), 9);
+        // A huge range is two numbers, not four billion.
+        let huge = parse_splits("0-4294967295").unwrap().unwrap();
+        assert_eq!(huge.below(3), vec![0, 1, 2]);
+        assert_eq!(huge.at_or_above(20), "20-4294967295");
         assert_eq!(parse_splits("all").unwrap(), None);
         assert!(parse_splits("5-2").is_err());
         assert!(parse_splits("x").is_err());

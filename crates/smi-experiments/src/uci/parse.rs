@@ -50,12 +50,50 @@ pub(super) fn dedup_keep_order<T: PartialEq + Copy>(v: &mut Vec<T>) {
     });
 }
 
+/// Split indices chosen by `--splits`: sorted, disjoint, non-adjacent inclusive ranges (kept as
+/// ranges so that `0-4294967295` costs nothing before it is checked against the data).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub(super) struct SplitSet(pub(super) Vec<(usize, usize)>);
+
+impl SplitSet {
+    /// The largest index.
+    pub(super) fn max(&self) -> usize {
+        self.0.last().map_or(0, |r| r.1)
+    }
+
+    /// The chosen indices below `n`, in order (at most `n` of them).
+    pub(super) fn below(&self, n: usize) -> Vec<usize> {
+        self.0
+            .iter()
+            .filter(|(a, _)| *a < n)
+            .flat_map(|&(a, b)| a..=b.min(n - 1))
+            .collect()
+    }
+
+    /// The chosen indices at or above `n`, as text (`20-29, 40`); empty when there are none.
+    pub(super) fn at_or_above(&self, n: usize) -> String {
+        self.0
+            .iter()
+            .filter(|(_, b)| *b >= n)
+            .map(|&(a, b)| {
+                let a = a.max(n);
+                if a == b {
+                    a.to_string()
+                } else {
+                    format!("{a}-{b}")
+                }
+            })
+            .collect::<Vec<_>>()
+            .join(", ")
+    }
+}
+
 /// `None` means all splits.
-pub(super) fn parse_splits(s: &str) -> Result<Option<Vec<usize>>> {
+pub(super) fn parse_splits(s: &str) -> Result<Option<SplitSet>> {
     if s.trim().eq_ignore_ascii_case("all") {
         return Ok(None);
     }
-    let mut out = BTreeSet::new();
+    let mut ranges = Vec::new();
     for p in s.split(',').map(str::trim).filter(|p| !p.is_empty()) {
         let bad = || anyhow!("--splits: {p:?} is not an index, a range a-b or `all`");
         if let Some((a, b)) = p.split_once('-') {
@@ -64,15 +102,24 @@ pub(super) fn parse_splits(s: &str) -> Result<Option<Vec<usize>>> {
             if a > b {
                 return Err(bad());
             }
-            out.extend(a..=b);
+            ranges.push((a, b));
         } else {
-            out.insert(p.parse::<usize>().map_err(|_| bad())?);
+            let k = p.parse::<usize>().map_err(|_| bad())?;
+            ranges.push((k, k));
         }
     }
-    if out.is_empty() {
+    if ranges.is_empty() {
         bail!("--splits: empty list {s:?}");
     }
-    Ok(Some(out.into_iter().collect()))
+    ranges.sort_unstable();
+    let mut merged: Vec<(usize, usize)> = Vec::with_capacity(ranges.len());
+    for (a, b) in ranges {
+        match merged.last_mut() {
+            Some(last) if a <= last.1.saturating_add(1) => last.1 = last.1.max(b),
+            _ => merged.push((a, b)),
+        }
+    }
+    Ok(Some(SplitSet(merged)))
 }
 
 pub(super) fn parse_kinds(s: &str) -> Result<Vec<SplitKind>> {

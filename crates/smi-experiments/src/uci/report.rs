@@ -11,9 +11,10 @@ struct Cell {
     splits: BTreeMap<u64, [f64; 5]>,
 }
 
-/// Rebuilds `uci.md` from `uci.jsonl` (nothing when there are no records).
+/// Rebuilds `uci.md` from `uci.jsonl` (nothing when there are no records); records of failed
+/// units are left out.
 pub fn report(out: &Path) -> Result<()> {
-    let recs = records::read(out, EXPERIMENT)?;
+    let recs = records::read_succeeded(out, EXPERIMENT)?;
     if recs.is_empty() {
         return Ok(());
     }
@@ -126,7 +127,8 @@ pub fn report(out: &Path) -> Result<()> {
         &rows,
     ));
     let p = out.join(format!("{EXPERIMENT}.md"));
-    std::fs::write(&p, md).with_context(|| format!("cannot write {}", p.display()))?;
+    records::write_atomic(&p, md.as_bytes())
+        .with_context(|| format!("cannot write {}", p.display()))?;
     Ok(())
 }
 

@@ -23,6 +23,7 @@ use serde_json::{json, Map, Value};
 use smi::testing::DiagNormal;
 use smi::{Init, Method, MethodSettings, OptimizerSettings, RunSettings};
 
+use crate::limits;
 use crate::plot::{init_font, is_png, FONT_FAMILY};
 use crate::progress::Bar;
 use crate::records;
@@ -34,6 +35,8 @@ pub const EXPERIMENT: &str = "variance";
 const PAPER_DIMS: [usize; 10] = [1, 2, 4, 8, 10, 20, 40, 60, 80, 100];
 const PAPER_STEPS: u64 = 60_000;
 const QUICK_DIMS: [usize; 2] = [2, 8];
+/// SMI's ELBO draws per particle and step (S).
+const SMI_ELBO_DRAWS: u64 = 100;
 const QUICK_STEPS: u64 = 2_000;
 
 /// Options of `smi reproduce variance`.
@@ -118,7 +121,7 @@ impl Setting {
     fn settings(&self, steps: u64, seed: u64) -> MethodSettings {
         let s = self.method.preset(steps);
         let s = if self.method == Method::Smi {
-            s.with_elbo_draws(100)
+            s.with_elbo_draws(SMI_ELBO_DRAWS as usize)
                 .with_init(Init::Uniform { radius: 2.0 })
                 .with_optimizer(OptimizerSettings::adagrad(0.05))
         } else {
@@ -131,6 +134,35 @@ impl Setting {
         }
         s
     }
+}
+
+/// A lower bound of the memory one run needs, in bytes (`None` beyond 64 bits): SMI evaluates
+/// S = 100 draws of every particle's d coordinates per step; SVGD/ASVGD hold the particles, their
+/// gradients and Adam's two moments.
+fn memory_needed(s: &Setting) -> Option<u64> {
+    let (m, d) = (s.particles as u64, s.dim as u64);
+    match s.method {
+        Method::Smi => limits::product(&[m, SMI_ELBO_DRAWS, d, 8]),
+        _ => limits::product(&[m, 4, d, 8]),
+    }
+}
+
+/// Refuses a plan whose largest run could not fit in `memory` bytes, naming `--dims`.
+fn check_memory(runs: &[Setting], memory: u64) -> Result<()> {
+    for s in runs {
+        limits::check_memory(
+            "--dims",
+            &format!(
+                "the run {} (d = {}, {} particles)",
+                describe(s),
+                s.dim,
+                s.particles
+            ),
+            memory_needed(s),
+            memory,
+        )?;
+    }
+    Ok(())
 }
 
 fn series_label(method: &str, particles: u64) -> String {
@@ -193,6 +225,7 @@ pub fn run(args: &Args) -> Result<()> {
         (None, false) => PAPER_STEPS,
     };
     let runs = plan(&dims, &alphas);
+    check_memory(&runs, limits::machine_memory())?;
     eprintln!(
         "variance collapse: {} runs (d ∈ {:?}, α ∈ {:?}), {steps} steps each, records in {}",
         runs.len(),
@@ -201,11 +234,22 @@ pub fn run(args: &Args) -> Result<()> {
         records::path(&args.out, EXPERIMENT).display()
     );
     let mut done = Vec::new();
+    let mut failed = Vec::new();
     for (i, setting) in runs.iter().enumerate() {
-        let rec = fit(setting, steps, args.seed, i, runs.len())?;
+        let mut rec = fit(setting, steps, args.seed, i, runs.len())?;
+        let failure = records::fail_if_non_finite(&mut rec);
         records::append(&args.out, EXPERIMENT, rec.clone())
             .with_context(|| format!("cannot write the record of {}", describe(setting)))?;
-        done.push(rec);
+        match failure {
+            None => done.push(rec),
+            Some(reason) => {
+                eprintln!(
+                    "error: {} failed (recorded as failed): {reason}",
+                    describe(setting)
+                );
+                failed.push(describe(setting));
+            }
+        }
     }
     let rows = latest_rows(&done);
     println!();
@@ -217,6 +261,13 @@ pub fn run(args: &Args) -> Result<()> {
         args.out.join("variance.png").display(),
         args.out.join("variance-frobenius.png").display()
     );
+    if !failed.is_empty() {
+        anyhow::bail!(
+            "{} variance runs failed ({}): their metrics are not finite",
+            failed.len(),
+            failed.join(", ")
+        );
+    }
     Ok(())
 }
 
@@ -294,10 +345,11 @@ struct Row {
     seconds: Option<f64>,
 }
 
-/// The latest record of every (method, particles, dim, α), skipping records without a setting.
+/// The latest record of every (method, particles, dim, α), skipping records without a setting
+/// and records of failed runs.
 fn latest_rows(recs: &[Map<String, Value>]) -> Vec<Row> {
     let mut map: BTreeMap<(String, u64, u64, u64), Row> = BTreeMap::new();
-    for r in recs {
+    for r in recs.iter().filter(|r| !records::is_failed(r)) {
         let (Some(method), Some(particles), Some(dim), Some(alpha)) = (
             records::text(r, "method"),
             records::get(r, "particles").and_then(Value::as_u64),
@@ -479,7 +531,8 @@ pub fn report(out: &Path) -> Result<()> {
     }
     let md = markdown_report(&rows);
     let p = out.join("variance.md");
-    std::fs::write(&p, md).with_context(|| format!("cannot write {}", p.display()))?;
+    records::write_atomic(&p, md.as_bytes())
+        .with_context(|| format!("cannot write {}", p.display()))?;
     let p = out.join("variance.png");
     variance_figure(&rows, &p).with_context(|| format!("cannot draw {}", p.display()))?;
     anyhow::ensure!(is_png(&p), "{} is not a valid PNG", p.display());
@@ -567,5 +620,33 @@ mod tests {
         let rows = latest_rows(&[mk(0.5), mk(0.9)]);
         assert_eq!(rows.len(), 1);
         assert_eq!(rows[0].mean_variance, Some(0.9));
+    }
+
+    #[test]
+    fn a_failed_record_does_not_replace_a_good_one() {
+        let mk = |v: f64| {
+            let Value::Object(m) = json!({"method": "smi", "particles": 1, "dim": 2,
+                "alpha": 1.0, "metrics": {"mean_variance": v, "frobenius": 0.1}})
+            else {
+                unreachable!()
+            };
+            m
+        };
+        let mut bad = mk(f64::NAN);
+        assert!(records::fail_if_non_finite(&mut bad).is_some());
+        let rows = latest_rows(&[mk(0.9), bad]);
+        assert_eq!(rows.len(), 1);
+        assert_eq!(rows[0].mean_variance, Some(0.9));
+    }
+
+    #[test]
+    fn absurd_dimensions_are_refused_before_running() {
+        let gib = 1u64 << 30;
+        assert!(check_memory(&plan(&PAPER_DIMS, &[1.0]), 4 * gib).is_ok());
+        let e = check_memory(&plan(&[1_000_000_000], &[1.0]), 1 << 40).unwrap_err();
+        let e = format!("{e:#}");
+        assert!(e.contains("--dims") && e.contains("1000000000"), "{e}");
+        let e = check_memory(&plan(&[usize::MAX], &[1.0]), u64::MAX).unwrap_err();
+        assert!(format!("{e:#}").contains("--dims"), "{e:#}");
     }
 }

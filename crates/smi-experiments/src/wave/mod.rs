@@ -137,6 +137,7 @@ pub fn run(args: &Args) -> Result<()> {
     std::fs::create_dir_all(out).with_context(|| format!("cannot create {}", out.display()))?;
     let seeds = repeat_seeds(args.problem.seed, plan.repeats);
     let mut done: Vec<Map<String, Value>> = Vec::new();
+    let mut failed = Vec::new();
     for &size in &plan.sizes {
         let problem = Problem::new(size, args.problem.phase)?;
         for (r, &seed) in seeds.iter().enumerate() {
@@ -180,10 +181,17 @@ pub fn run(args: &Args) -> Result<()> {
                     },
                     "metrics": eval.metrics(method),
                 });
-                let Value::Object(record) = record else {
+                let Value::Object(mut record) = record else {
                     unreachable!("json! of an object literal")
                 };
+                let failure = records::fail_if_non_finite(&mut record);
                 records::append(out, EXPERIMENT, record.clone())?;
+                if let Some(reason) = failure {
+                    // Recorded as failed; the report ignores it (and draws no band for it).
+                    eprintln!("error: {label} failed (recorded as failed): {reason}");
+                    failed.push(label);
+                    continue;
+                }
                 if r == band_repeat(plan.repeats) {
                     let band = json!({
                         "method": method.name(),
@@ -222,6 +230,13 @@ pub fn run(args: &Args) -> Result<()> {
         out.join("wave.md").display(),
         out.join("wave-hdi.png").display()
     );
+    if !failed.is_empty() {
+        anyhow::bail!(
+            "{} wave runs failed ({}): their metrics are not finite",
+            failed.len(),
+            failed.join(", ")
+        );
+    }
     Ok(())
 }
 
@@ -318,9 +333,10 @@ fn summary_tables(recs: &[Map<String, Value>], paper: bool) -> String {
     text
 }
 
-/// Rebuilds `wave.md` and `wave-hdi.png` from the records (nothing without records).
+/// Rebuilds `wave.md` and `wave-hdi.png` from the records (nothing without records); records
+/// of failed runs are left out.
 pub fn report(out: &Path) -> Result<()> {
-    let recs = latest(records::read(out, EXPERIMENT)?, |r| {
+    let recs = latest(records::read_succeeded(out, EXPERIMENT)?, |r| {
         let (s, m) = method_size(r)?;
         Some((s, m, records::num(r, "repeat")? as u64))
     });
@@ -347,7 +363,8 @@ pub fn report(out: &Path) -> Result<()> {
         md.push_str(&summary_tables(&recs, true));
         md.push_str("\n![90 % HDI of y_loc](wave-hdi.png)\n");
         let p = out.join("wave.md");
-        std::fs::write(&p, md).with_context(|| format!("cannot write {}", p.display()))?;
+        records::write_atomic(&p, md.as_bytes())
+            .with_context(|| format!("cannot write {}", p.display()))?;
     }
     let bands = latest(records::read(out, BANDS)?, method_size);
     if !bands.is_empty() {
@@ -502,6 +519,29 @@ fn figure(bands: &[Map<String, Value>], path: &Path) -> Result<()> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn the_report_ignores_failed_records() {
+        let dir = tempfile::tempdir().unwrap();
+        let out = dir.path();
+        let rec = |lppd: f64| {
+            let Value::Object(m) = json!({"method": "smi", "size": "low", "repeat": 0,
+                "steps": 10, "seconds": 1.0,
+                "metrics": {"lppd_in": lppd, "lppd_between": -2.0, "lppd_entire": -3.0}})
+            else {
+                unreachable!()
+            };
+            m
+        };
+        records::append(out, EXPERIMENT, rec(-1.25)).unwrap();
+        // A later rerun of the same repeat that diverged.
+        let mut bad = rec(f64::NAN);
+        assert!(records::fail_if_non_finite(&mut bad).is_some());
+        records::append(out, EXPERIMENT, bad).unwrap();
+        report(out).unwrap();
+        let md = std::fs::read_to_string(out.join("wave.md")).unwrap();
+        assert!(md.contains("-1.25 ± 0.00"), "{md}");
+    }
 
     #[test]
     fn band_repeat_is_index_four_when_run() {

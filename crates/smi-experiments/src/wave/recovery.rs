@@ -103,6 +103,7 @@ pub fn run(args: &Args) -> Result<()> {
     let seeds = repeat_seeds(args.problem.seed, repeats);
     let counts = particle_counts(cap);
     let mut done = Vec::new();
+    let mut failed = Vec::new();
     for &size in &sizes {
         let problem = Problem::new(size, args.problem.phase)?;
         for (r, &seed) in seeds.iter().enumerate() {
@@ -196,11 +197,20 @@ pub fn run(args: &Args) -> Result<()> {
                         "svgd_seconds": svgd_seconds.clone(),
                     },
                 });
-                let Value::Object(record) = record else {
+                let Value::Object(mut record) = record else {
                     unreachable!("json! of an object literal")
                 };
+                // A non-finite LPPD (SMI's or one of SVGD's) makes the comparison meaningless.
+                let failure = records::fail_if_non_finite(&mut record);
                 records::append(out, EXPERIMENT, record.clone())?;
-                done.push(record);
+                match failure {
+                    None => done.push(record),
+                    Some(reason) => {
+                        let label = format!("recovery {} #{r} {}", size.name(), region.name());
+                        eprintln!("error: {label} failed (recorded as failed): {reason}");
+                        failed.push(label);
+                    }
+                }
             }
         }
     }
@@ -211,6 +221,13 @@ pub fn run(args: &Args) -> Result<()> {
         records::path(out, EXPERIMENT).display(),
         out.join("recovery.md").display()
     );
+    if !failed.is_empty() {
+        anyhow::bail!(
+            "{} recovery records failed ({}): their metrics are not finite",
+            failed.len(),
+            failed.join(", ")
+        );
+    }
     Ok(())
 }
 
@@ -326,10 +343,11 @@ fn median_table(recs: &[Map<String, Value>]) -> String {
     text
 }
 
-/// Rebuilds `recovery.md` from the records (nothing without records).
+/// Rebuilds `recovery.md` from the records (nothing without records); records of failed runs
+/// are left out.
 pub fn report(out: &Path) -> Result<()> {
     let mut latest: BTreeMap<(String, String, String, u64), Map<String, Value>> = BTreeMap::new();
-    for r in records::read(out, EXPERIMENT)? {
+    for r in records::read_succeeded(out, EXPERIMENT)? {
         let key = (
             records::text(&r, "svgd_lppd")
                 .unwrap_or("proper")
@@ -354,7 +372,8 @@ pub fn report(out: &Path) -> Result<()> {
     );
     md.push_str(&median_table(&recs));
     let p = out.join("recovery.md");
-    std::fs::write(&p, md).with_context(|| format!("cannot write {}", p.display()))?;
+    records::write_atomic(&p, md.as_bytes())
+        .with_context(|| format!("cannot write {}", p.display()))?;
     Ok(())
 }
 

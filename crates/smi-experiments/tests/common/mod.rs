@@ -1,0 +1,59 @@
+//! Helpers of the smi-experiments integration tests: running an experiment as `smi reproduce`
+//! would, reading its records, and finding the shared data folder.
+#![allow(dead_code)]
+
+use std::path::{Path, PathBuf};
+
+use clap::Parser;
+use serde_json::{Map, Value};
+use smi_experiments::{records, Experiment};
+
+#[derive(Parser)]
+struct Cli {
+    #[command(subcommand)]
+    experiment: Experiment,
+}
+
+/// Runs `smi reproduce <args>` in this process (the words as on a command line).
+pub fn reproduce(args: &[&str]) -> anyhow::Result<()> {
+    let cli = Cli::try_parse_from(std::iter::once("smi").chain(args.iter().copied()))
+        .unwrap_or_else(|e| panic!("bad test arguments {args:?}: {e}"));
+    smi_experiments::run(cli.experiment)
+}
+
+/// [`reproduce`] with `extra` appended to `args`.
+pub fn reproduce_with(args: &[&str], extra: &[&str]) -> anyhow::Result<()> {
+    let mut all = args.to_vec();
+    all.extend_from_slice(extra);
+    reproduce(&all)
+}
+
+/// The shared data folder (`shared/data` beside the repository) when `probe` exists in it;
+/// otherwise says why the calling test is skipped and gives `None`.
+pub fn data_dir(probe: &str) -> Option<PathBuf> {
+    let d = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../../shared/data");
+    if d.join(probe).is_file() {
+        Some(d)
+    } else {
+        eprintln!(
+            "skipping: {} not found (no shared data folder)",
+            d.join(probe).display()
+        );
+        None
+    }
+}
+
+/// `path` as a command-line word.
+pub fn p(path: &Path) -> &str {
+    path.to_str().expect("utf-8 path")
+}
+
+/// Every record of `<out>/<experiment>.jsonl`, failed ones included.
+pub fn recs(out: &Path, experiment: &str) -> Vec<Map<String, Value>> {
+    records::read(out, experiment).unwrap()
+}
+
+/// The full error chain of `e`.
+pub fn chain(e: &anyhow::Error) -> String {
+    format!("{e:#}")
+}

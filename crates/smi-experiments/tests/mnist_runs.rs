@@ -1,0 +1,140 @@
+//! `reproduce mnist --quick` through the library: failed records, resuming from the final
+//! checkpoint, runs sharing an output folder, and absurd sizes.
+
+mod common;
+
+use std::collections::BTreeSet;
+use std::path::{Path, PathBuf};
+
+use common::{chain, data_dir, p, recs, reproduce, reproduce_with};
+use serde_json::Value;
+use smi_experiments::records;
+
+fn mnist() -> Option<PathBuf> {
+    data_dir("mnist/train-images-idx3-ubyte.gz")
+}
+
+/// `reproduce mnist --quick --out OUT --data-dir DATA` plus `extra`.
+fn quick(out: &Path, data: &Path, extra: &[&str]) -> anyhow::Result<()> {
+    reproduce_with(
+        &["mnist", "--quick", "--out", p(out), "--data-dir", p(data)],
+        extra,
+    )
+}
+
+#[test]
+fn resuming_from_the_final_checkpoint_keeps_the_final_loss() {
+    let Some(data) = mnist() else { return };
+    let dir = tempfile::tempdir().unwrap();
+    let out = dir.path();
+    quick(out, &data, &["--methods", "map"]).unwrap();
+    let first = recs(out, "mnist");
+    let loss = records::num(&first[0], "metrics.final_loss").expect("a finite final loss");
+    // The records are lost, the checkpoint is not: the rerun resumes at the last step, trains
+    // nothing and evaluates again.
+    std::fs::remove_file(records::path(out, "mnist")).unwrap();
+    quick(out, &data, &["--methods", "map"]).unwrap();
+    let again = recs(out, "mnist");
+    assert_eq!(again.len(), 1);
+    assert_eq!(
+        records::num(&again[0], "metrics.final_loss"),
+        Some(loss),
+        "{:?}",
+        again[0]["metrics"]
+    );
+    assert!(!records::is_failed(&again[0]));
+}
+
+#[test]
+fn a_failed_record_does_not_mark_its_unit_done() {
+    let Some(data) = mnist() else { return };
+    let dir = tempfile::tempdir().unwrap();
+    let out = dir.path();
+    quick(out, &data, &["--methods", "map"]).unwrap();
+    // Rewrite the record as a run whose metrics were not finite would have left it.
+    let mut rec = recs(out, "mnist").remove(0);
+    let Some(Value::Object(m)) = rec.get_mut("metrics") else {
+        panic!("no metrics")
+    };
+    m.insert("nll".into(), Value::Null);
+    assert!(records::fail_if_non_finite(&mut rec).is_some());
+    std::fs::remove_file(records::path(out, "mnist")).unwrap();
+    records::append(out, "mnist", rec).unwrap();
+    std::fs::remove_file(out.join("mnist.md")).unwrap();
+    smi_experiments::mnist::report(out).unwrap();
+    let md = std::fs::read_to_string(out.join("mnist.md")).unwrap_or_default();
+    assert!(
+        !md.contains("MAP"),
+        "the report must ignore a failed record:\n{md}"
+    );
+
+    quick(out, &data, &["--methods", "map"]).unwrap();
+    let rs = recs(out, "mnist");
+    assert_eq!(rs.len(), 2, "the failed unit must be run again");
+    assert!(!records::is_failed(&rs[1]));
+    let md = std::fs::read_to_string(out.join("mnist.md")).unwrap();
+    assert!(md.contains("MAP"), "{md}");
+}
+
+#[test]
+fn concurrent_runs_on_one_folder_split_the_units() {
+    let Some(data) = mnist() else { return };
+    let dir = tempfile::tempdir().unwrap();
+    let out = dir.path();
+    std::thread::scope(|s| {
+        let a = s.spawn(|| quick(out, &data, &[]));
+        let b = s.spawn(|| quick(out, &data, &[]));
+        a.join().unwrap().unwrap();
+        b.join().unwrap().unwrap();
+    });
+    let rs = recs(out, "mnist");
+    let methods: BTreeSet<&str> = rs
+        .iter()
+        .map(|r| records::text(r, "method").unwrap())
+        .collect();
+    assert_eq!(methods.len(), 5, "every unit recorded");
+    assert_eq!(rs.len(), 5, "no unit trained twice");
+    // No temporary file is left in the checkpoint folder.
+    for entry in std::fs::read_dir(out.join("checkpoints")).unwrap() {
+        let name = entry.unwrap().file_name().into_string().unwrap();
+        assert!(!name.ends_with(".tmp"), "{name}");
+    }
+}
+
+#[test]
+fn absurd_draw_counts_are_refused_up_front() {
+    let dir = tempfile::tempdir().unwrap();
+    // No data needed: the plan is refused before anything is loaded.
+    for (flag, value) in [
+        ("--draws", "1000000000"),
+        ("--draws", "18446744073709551615"),
+        ("--elbo-draws", "1000000000"),
+    ] {
+        let e = reproduce(&[
+            "mnist",
+            "--quick",
+            "--out",
+            p(dir.path()),
+            "--data-dir",
+            p(&dir.path().join("none")),
+            flag,
+            value,
+        ])
+        .unwrap_err();
+        let e = chain(&e);
+        assert!(
+            e.contains(flag) && e.contains("memory"),
+            "{flag} {value}: {e}"
+        );
+    }
+}
+
+#[test]
+fn absurd_epoch_counts_are_refused_up_front() {
+    let Some(data) = mnist() else { return };
+    let dir = tempfile::tempdir().unwrap();
+    let e = quick(dir.path(), &data, &["--epochs", "18446744073709551615"]).unwrap_err();
+    let e = chain(&e);
+    assert!(e.contains("--epochs"), "{e}");
+    assert!(!dir.path().join("checkpoints").exists());
+}
