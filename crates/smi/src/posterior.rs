@@ -109,14 +109,42 @@ impl From<Mixture> for Posterior {
 
 /// The approximate posterior of a variational method: the uniform mixture of the guides of m
 /// particles (m×p).
+///
+/// Built by [`Mixture::new`], which checks that the particles are p = `guide.param_dim(d)` wide,
+/// so the methods below never index out of bounds; deserialising runs the same check.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(try_from = "RawMixture")]
 pub struct Mixture {
     /// The guide each particle parameterises.
-    pub guide: GuideSettings,
+    guide: GuideSettings,
     /// The particles, one per row (Normal: [loc | ρ], Delta: θ).
-    pub particles: Matrix,
+    particles: Matrix,
     /// d, the model dimension.
-    pub dim: usize,
+    dim: usize,
+}
+
+/// The serialised form of [`Mixture`], checked by [`Mixture::new`] before it becomes one.
+#[derive(Deserialize)]
+struct RawMixture {
+    guide: GuideSettings,
+    particles: Matrix,
+    dim: usize,
+}
+
+impl TryFrom<RawMixture> for Mixture {
+    type Error = Error;
+
+    fn try_from(raw: RawMixture) -> Result<Self> {
+        Mixture::new(raw.guide, raw.particles, raw.dim)
+    }
+}
+
+/// The guide's name in messages.
+fn guide_name(guide: &GuideSettings) -> &'static str {
+    match guide {
+        GuideSettings::Normal { .. } => "Normal",
+        GuideSettings::Delta => "Delta",
+    }
 }
 
 /// Draws with the component each came from.
@@ -129,6 +157,63 @@ pub struct MixtureDraws {
 }
 
 impl Mixture {
+    /// The uniform mixture of the `guide`s parameterised by the rows of `particles`, for a model
+    /// of dimension `dim` (d).
+    ///
+    /// # Errors
+    /// [`Error::Shape`] unless `particles` has p = `guide.param_dim(dim)` columns (2d for
+    /// Normal, d for Delta), or when p overflows.
+    pub fn new(guide: GuideSettings, particles: Matrix, dim: usize) -> Result<Self> {
+        let p = match guide {
+            GuideSettings::Normal { .. } => dim.checked_mul(2),
+            GuideSettings::Delta => Some(dim),
+        };
+        if p != Some(particles.cols()) {
+            return Err(Error::shape(
+                format!("mixture of {} guides", guide_name(&guide)),
+                match p {
+                    Some(p) => format!("{p} particle columns for d = {dim}"),
+                    None => format!("a model dimension d = {dim} whose 2d does not overflow"),
+                },
+                format!("{} columns", particles.cols()),
+            ));
+        }
+        Ok(Mixture {
+            guide,
+            particles,
+            dim,
+        })
+    }
+
+    /// A mixture of no particles (0×p), whose draws are an error.
+    pub(crate) fn empty(guide: GuideSettings, dim: usize) -> Self {
+        let p = match guide {
+            GuideSettings::Normal { .. } => dim.saturating_mul(2),
+            GuideSettings::Delta => dim,
+        };
+        // With no rows no method indexes a particle, even if 2d saturated.
+        Mixture {
+            guide,
+            particles: Matrix::zeros(0, p),
+            dim,
+        }
+    }
+
+    /// The guide each particle parameterises.
+    pub fn guide(&self) -> GuideSettings {
+        self.guide
+    }
+
+    /// The m×p particles, one per row (Normal: [loc | ρ], Delta: θ).
+    pub fn particles(&self) -> &Matrix {
+        &self.particles
+    }
+
+    /// d, the model dimension.
+    pub fn dim(&self) -> usize {
+        self.dim
+    }
+
     /// Number of particles m.
     pub fn num_particles(&self) -> usize {
         self.particles.rows()
@@ -234,11 +319,12 @@ mod tests {
         // Spec §12.6: with well-separated components, the empirical frequency of each ≈ 1/m.
         // n = 30 000, m = 3: SE of a frequency = sqrt(p(1−p)/n) = 0.0027; 4 SE = 0.011.
         let s = inv_softplus(0.01);
-        let post = Mixture {
-            guide: GuideSettings::normal(),
-            particles: Matrix::from_rows(&[vec![-10.0, s], vec![0.0, s], vec![10.0, s]]).unwrap(),
-            dim: 1,
-        };
+        let post = Mixture::new(
+            GuideSettings::normal(),
+            Matrix::from_rows(&[vec![-10.0, s], vec![0.0, s], vec![10.0, s]]).unwrap(),
+            1,
+        )
+        .unwrap();
         let mut rng = rand_chacha::ChaCha8Rng::seed_from_u64(3);
         let draws = post.sample(30_000, &mut rng).unwrap();
         for c in 0..3 {
@@ -254,14 +340,57 @@ mod tests {
     fn mixture_variance_formula() {
         // Two components at ±1 with σ = 0.5: var = 0.25 + 1 − 0 = 1.25.
         let r = inv_softplus(0.5);
-        let post = Mixture {
-            guide: GuideSettings::normal(),
-            particles: Matrix::from_rows(&[vec![-1.0, r], vec![1.0, r]]).unwrap(),
-            dim: 1,
-        };
+        let post = Mixture::new(
+            GuideSettings::normal(),
+            Matrix::from_rows(&[vec![-1.0, r], vec![1.0, r]]).unwrap(),
+            1,
+        )
+        .unwrap();
         assert!((post.marginal_variance()[0] - 1.25).abs() < 1e-12);
         assert!(post
             .sample(0, &mut rand_chacha::ChaCha8Rng::seed_from_u64(0))
             .is_err());
+    }
+
+    #[test]
+    fn a_dimension_that_disagrees_with_the_particles_is_an_error_not_a_panic() {
+        // Normal particles are 2d wide, Delta particles d wide.
+        let parts = Matrix::from_rows(&[vec![0.0, 1.0, 2.0], vec![3.0, 4.0, 5.0]]).unwrap();
+        for (guide, dim) in [
+            (GuideSettings::normal(), 3),
+            (GuideSettings::normal(), 1),
+            (GuideSettings::Delta, 2),
+            (GuideSettings::Delta, 4),
+            (GuideSettings::normal(), usize::MAX),
+        ] {
+            assert!(
+                matches!(
+                    Mixture::new(guide, parts.clone(), dim),
+                    Err(Error::Shape { .. })
+                ),
+                "{guide:?} d = {dim}"
+            );
+        }
+        let ok = Mixture::new(GuideSettings::Delta, parts.clone(), 3).unwrap();
+        assert_eq!((ok.dim(), ok.num_particles()), (3, 2));
+        assert_eq!(ok.particles(), &parts);
+        assert_eq!(ok.locations(), parts);
+        // Deserialising runs the same check: a file claiming d = 4 for 3-wide Delta particles
+        // is an error, where it used to panic in `locations()` and `sample()`.
+        let json = serde_json::to_string(&ok).unwrap();
+        let back: Mixture = serde_json::from_str(&json).unwrap();
+        assert_eq!(back, ok);
+        let bad = json.replace("\"dim\":3", "\"dim\":4");
+        assert_ne!(bad, json);
+        let err = serde_json::from_str::<Mixture>(&bad)
+            .unwrap_err()
+            .to_string();
+        assert!(err.contains("shape mismatch"), "{err}");
+        let normal = json.replace(
+            "\"kind\":\"delta\"",
+            "\"kind\":\"normal\",\"init_scale\":0.1",
+        );
+        assert_ne!(normal, json);
+        assert!(serde_json::from_str::<Mixture>(&normal).is_err());
     }
 }

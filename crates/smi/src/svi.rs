@@ -11,6 +11,7 @@ use serde::{Deserialize, Serialize};
 use crate::engine::{self, Engine, NonFinitePolicy, State, StepInfo};
 use crate::error::{Error, Result};
 use crate::guide::{GuideSettings, Init};
+use crate::matrix::try_resize;
 use crate::model::LogDensity;
 use crate::model::{Batch, Batcher};
 use crate::optim::OptimizerSettings;
@@ -75,7 +76,8 @@ impl SviSettings {
     /// Checks every field.
     ///
     /// # Errors
-    /// [`Error::InvalidSettings`] naming the field.
+    /// [`Error::InvalidSettings`] naming the field, also for a draw count (times the batch
+    /// size) whose buffers would exceed the address space.
     pub fn validate(&self) -> Result<()> {
         crate::engine::validate_common(
             self.num_elbo_particles,
@@ -84,7 +86,21 @@ impl SviSettings {
             &self.guide,
             &self.init,
             &self.optimizer,
-        )
+        )?;
+        let s = self.draws_per_step();
+        crate::engine::buffer_len("num_elbo_particles", "the S log densities of a step", &[s])?;
+        if let Some(b) = self.batch_size {
+            crate::engine::buffer_len("batch_size", "the S·b mini-batch rows of a step", &[s, b])?;
+        }
+        Ok(())
+    }
+
+    /// The draws one step evaluates: S for Normal, one for Delta.
+    fn draws_per_step(&self) -> usize {
+        match self.guide {
+            GuideSettings::Normal { .. } => self.num_elbo_particles,
+            GuideSettings::Delta => 1,
+        }
     }
 }
 
@@ -109,9 +125,18 @@ impl<'a, M: LogDensity + ?Sized> Svi<'a, M> {
     /// An engine for `model` with `settings` (validated).
     ///
     /// # Errors
-    /// From [`SviSettings::validate`]; a batch size larger than the data.
+    /// From [`SviSettings::validate`]; a batch size larger than the data; draws (S×d) whose
+    /// buffers would exceed the address space.
     pub fn new(model: &'a M, settings: SviSettings) -> Result<Self> {
         settings.validate()?;
+        let d = model.dim();
+        let s = settings.draws_per_step();
+        engine::buffer_len("num_elbo_particles", "the S×d draws of a step", &[s, d])?;
+        engine::buffer_len(
+            "dim",
+            "the guide's parameters",
+            &[settings.guide.param_dim(1), d],
+        )?;
         Ok(Svi {
             model,
             batcher: engine::batcher_for(model, settings.batch_size)?,
@@ -126,10 +151,7 @@ impl<'a, M: LogDensity + ?Sized> Svi<'a, M> {
     }
 
     fn draws(&self) -> usize {
-        match self.settings.guide {
-            GuideSettings::Normal { .. } => self.settings.num_elbo_particles,
-            GuideSettings::Delta => 1,
-        }
+        self.settings.draws_per_step()
     }
 
     /// ∇_ψ ELBO (length p) and the ELBO estimate, drawing noise from `state.rng`.
@@ -143,7 +165,11 @@ impl<'a, M: LogDensity + ?Sized> Svi<'a, M> {
             .map_err(|_| Error::Data("scratch buffer poisoned by an earlier panic".into()))?;
         let sc = &mut *guard;
         let psi = state.particles.row(0);
-        sc.eps.resize(s * st.guide.noise_dim(d), 0.0);
+        // Sizes from user settings (S): a failed allocation is an error, not an abort.
+        try_resize(&mut sc.eps, s * st.guide.noise_dim(d), "the step's noise")?;
+        try_resize(&mut sc.theta, s * d, "the step's S×d draws")?;
+        try_resize(&mut sc.logp, s, "the step's S log densities")?;
+        try_resize(&mut sc.grad, s * d, "the step's S×d gradients")?;
         st.guide.draw_noise(&mut state.rng, &mut sc.eps);
         let mut batch = match rows {
             None => self.batcher.draw(&mut state.rng, s),
@@ -151,10 +177,7 @@ impl<'a, M: LogDensity + ?Sized> Svi<'a, M> {
         };
         batch.jacobian = st.jacobian;
         batch.validate(self.model.num_data(), s)?;
-        sc.theta.resize(s * d, 0.0);
         st.guide.sample(psi, &sc.eps, &mut sc.theta);
-        sc.logp.resize(s, 0.0);
-        sc.grad.resize(s * d, 0.0);
         self.model
             .log_density_and_grad(&sc.theta, &batch, &mut sc.logp, &mut sc.grad)?;
         // A non-finite gradient propagates into g, which the step checks before updating.
@@ -195,7 +218,12 @@ impl<M: LogDensity + ?Sized> Engine for Svi<'_, M> {
 
     fn step(&self, state: &mut State, rows: Option<&[usize]>) -> Result<StepInfo> {
         let st = &self.settings;
-        engine::check_particles(state, 1, st.guide.param_dim(self.model.dim()))?;
+        engine::check_state(
+            state,
+            1,
+            st.guide.param_dim(self.model.dim()),
+            &st.optimizer,
+        )?;
         let result = self.gradient(state, rows).map(|(g, elbo)| (g, -elbo, elbo));
         engine::apply_ascent(state, &st.optimizer, st.on_non_finite, result)
     }
@@ -206,5 +234,16 @@ impl<M: LogDensity + ?Sized> Engine for Svi<'_, M> {
 
     fn fingerprint(&self) -> String {
         engine::fingerprint(self.name(), self.model, &self.settings)
+    }
+
+    fn load_state(&self, path: &std::path::Path) -> Result<State> {
+        let st = &self.settings;
+        engine::load_checked(
+            path,
+            &self.fingerprint(),
+            1,
+            st.guide.param_dim(self.model.dim()),
+            &st.optimizer,
+        )
     }
 }

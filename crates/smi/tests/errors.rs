@@ -2,7 +2,7 @@
 
 use smi::testing::{BayesLinReg, DiagNormal};
 use smi::{
-    Engine, Error, FnDensity, LogDensity, Matrix, NonFinitePolicy, OptimizerSettings,
+    Batch, Engine, Error, FnDensity, LogDensity, Matrix, NonFinitePolicy, OptimizerSettings,
     SteinSettings, SteinVi, Svi, SviSettings,
 };
 
@@ -145,4 +145,173 @@ fn prior_median_init_needs_a_model_that_samples_its_prior() {
     let e = SteinVi::new(&t, SteinSettings::svgd()).unwrap();
     let st = e.init().unwrap();
     assert_ne!(st.particles.row(0), st.particles.row(1));
+}
+
+/// A standard normal target whose prior draws are NaN from draw `bad_from` on (counted across
+/// all calls), as a model with a broken `sample_prior` gives.
+struct NanPrior {
+    dim: usize,
+    bad_from: usize,
+    calls: std::sync::atomic::AtomicUsize,
+}
+
+impl NanPrior {
+    fn new(dim: usize, bad_from: usize) -> Self {
+        NanPrior {
+            dim,
+            bad_from,
+            calls: Default::default(),
+        }
+    }
+}
+
+impl LogDensity for NanPrior {
+    fn dim(&self) -> usize {
+        self.dim
+    }
+
+    fn log_density_and_grad(
+        &self,
+        theta: &[f64],
+        _batch: &Batch,
+        logp: &mut [f64],
+        grad: &mut [f64],
+    ) -> smi::Result<()> {
+        smi::check_shapes(self.dim, theta, logp, grad)?;
+        for (k, lp) in logp.iter_mut().enumerate() {
+            let x = &theta[k * self.dim..(k + 1) * self.dim];
+            *lp = -0.5 * x.iter().map(|v| v * v).sum::<f64>();
+        }
+        grad.iter_mut().zip(theta).for_each(|(g, x)| *g = -x);
+        Ok(())
+    }
+
+    fn sample_prior(&self, _rng: &mut dyn smi::rand::RngCore, out: &mut [f64]) -> smi::Result<()> {
+        let call = self
+            .calls
+            .fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+        out.fill(if call >= self.bad_from { f64::NAN } else { 0.5 });
+        Ok(())
+    }
+}
+
+#[test]
+fn a_nan_prior_draw_is_an_init_error_naming_the_particle() {
+    // Before: NaN particles, and `run` returned Ok with every step skipped.
+    let one_draw = smi::Init::PriorMedian { draws: 1 };
+    let expect = |got: smi::Result<smi::State>, particle: &str| match got {
+        Err(Error::NonFinite { context }) => {
+            assert!(context.contains(particle), "{context}");
+            assert!(context.contains("NaN"), "{context}");
+        }
+        other => panic!("expected a non-finite error, got {other:?}"),
+    };
+    // SVGD: the third particle's prior draw is NaN.
+    let model = NanPrior::new(2, 2);
+    let stein = SteinSettings {
+        init: one_draw,
+        ..SteinSettings::svgd()
+    };
+    expect(SteinVi::new(&model, stein).unwrap().init(), "particle 2");
+    // MAP (SVI): its one particle.
+    let model = NanPrior::new(3, 0);
+    let map = SviSettings {
+        init: one_draw,
+        ..SviSettings::map()
+    };
+    expect(Svi::new(&model, map).unwrap().init(), "particle 0");
+}
+
+#[test]
+fn counts_whose_buffers_overflow_are_rejected_by_validate() {
+    let t = DiagNormal::standard(2).unwrap();
+    type Change = fn(&mut SteinSettings);
+    let cases: [(Change, &str); 4] = [
+        // m² (the kernel matrix) overflows.
+        (|s| s.num_particles = usize::MAX / 2, "num_particles"),
+        (|s| s.num_particles = 1 << 32, "num_particles"),
+        // m·S draws overflow.
+        (
+            |s| s.num_elbo_particles = usize::MAX / 4,
+            "num_elbo_particles",
+        ),
+        // m²·S with per-pair gradients.
+        (
+            |s| {
+                s.num_particles = 1 << 20;
+                s.num_elbo_particles = 1 << 30;
+                s.gradient_reuse = smi::GradientReuse::PerPair;
+            },
+            "num_elbo_particles",
+        ),
+    ];
+    for (change, field) in cases {
+        let mut s = SteinSettings::smi();
+        change(&mut s);
+        assert_eq!(field_of(s.validate().unwrap_err()), field);
+        assert_eq!(stein_field(&t, s), field);
+    }
+    let mut o = SviSettings::ovi();
+    o.num_elbo_particles = usize::MAX;
+    assert_eq!(field_of(o.validate().unwrap_err()), "num_elbo_particles");
+    // S·d overflows only with the model's d.
+    o.num_elbo_particles = 1 << 59;
+    assert!(o.validate().is_ok());
+    assert_eq!(svi_field(&t, o), "num_elbo_particles");
+}
+
+#[test]
+fn buffers_too_large_to_allocate_are_errors_not_aborts() {
+    // Each size fits usize and the address-space bound, but no allocator has 2^50 bytes (a
+    // petabyte): `vec!` aborted the whole process here.
+    let huge_d = FnDensity::new(1 << 45, |_: &[f64], _: &mut [f64]| 0.0);
+    let e = SteinVi::new(
+        &huge_d,
+        SteinSettings {
+            num_particles: 2,
+            ..SteinSettings::smi()
+        },
+    )
+    .unwrap();
+    assert_eq!(field_of(e.init().unwrap_err()), "num_particles");
+    let e = Svi::new(&huge_d, SviSettings::ovi()).unwrap();
+    assert_eq!(field_of(e.init().unwrap_err()), "num_particles");
+
+    // K = m·S draws too many for the step's scratch buffers.
+    let small = DiagNormal::standard(1).unwrap();
+    let e = SteinVi::new(
+        &small,
+        SteinSettings {
+            num_particles: 2,
+            num_elbo_particles: 1 << 47,
+            ..SteinSettings::smi()
+        },
+    )
+    .unwrap();
+    let mut st = e.init().unwrap();
+    assert!(matches!(e.step(&mut st, None), Err(Error::Shape { .. })));
+    let e = Svi::new(
+        &small,
+        SviSettings {
+            num_elbo_particles: 1 << 48,
+            ..SviSettings::ovi()
+        },
+    )
+    .unwrap();
+    let mut st = e.init().unwrap();
+    assert!(matches!(e.step(&mut st, None), Err(Error::Shape { .. })));
+}
+
+#[test]
+fn an_init_radius_whose_width_overflows_is_rejected() {
+    // Uniform(−r, r) with 2r = inf made `rand` panic in `init()`.
+    let t = DiagNormal::standard(2).unwrap();
+    let mut s = SteinSettings::smi();
+    s.init = smi::Init::Uniform { radius: 1e308 };
+    assert_eq!(stein_field(&t, s), "init radius");
+    let mut rng = <smi::rand::ChaCha8Rng as smi::rand::SeedableRng>::seed_from_u64(0);
+    let mut out = [0.0; 2];
+    assert!(smi::Init::Uniform { radius: 1e308 }
+        .draw(&t, &mut rng, &mut out)
+        .is_err());
 }

@@ -51,7 +51,7 @@ impl EarlyStopState {
         };
         self.fast = avg(self.fast, settings.window, self.t);
         self.slow = avg(self.slow, 10 * settings.window, self.t);
-        self.t += 1;
+        self.t = self.t.saturating_add(1);
         self.stopped = self.fast > settings.factor * self.slow;
         self.stopped
     }

@@ -76,6 +76,9 @@ pub trait Engine: Sync {
     fn step(&self, state: &mut State, rows: Option<&[usize]>) -> Result<StepInfo>;
 
     /// The approximate posterior the state represents.
+    ///
+    /// A state whose particles do not have this engine's width (not one of its states) gives a
+    /// mixture without particles, whose draws are an error.
     fn posterior(&self, state: &State) -> Mixture;
 
     /// A string identifying settings and model shape; a checkpoint only loads into an engine
@@ -84,8 +87,11 @@ pub trait Engine: Sync {
 
     /// Loads a checkpoint written by a run of this engine.
     ///
+    /// The built-in engines also check that the state fits them (particle shape, optimizer
+    /// kind and buffer lengths), as their [`Engine::step`] does.
+    ///
     /// # Errors
-    /// See [`State::load`].
+    /// See [`State::load`]; [`crate::Error::Checkpoint`] for a state that does not fit.
     fn load_state(&self, path: &std::path::Path) -> Result<State> {
         State::load(path, &self.fingerprint())
     }
@@ -102,6 +108,48 @@ pub(crate) fn check_particles(state: &State, rows: usize, cols: usize) -> Result
         ));
     }
     Ok(())
+}
+
+/// [`check_particles`], and that the state's optimizer is `optimizer`'s kind with one value per
+/// particle entry in each buffer: everything a step relies on, checked before anything
+/// changes (a state from another engine or model, or a hand-edited one, is an error, not a
+/// panic or a silent partial update).
+pub(crate) fn check_state(
+    state: &State,
+    rows: usize,
+    cols: usize,
+    optimizer: &OptimizerSettings,
+) -> Result<()> {
+    check_particles(state, rows, cols)?;
+    if !state.optimizer.matches(optimizer) {
+        return Err(crate::Error::Checkpoint(
+            "optimizer state does not match the optimizer settings".into(),
+        ));
+    }
+    state.optimizer.check_len(state.particles.as_slice().len())
+}
+
+/// [`State::load`], then [`check_state`]: a checkpoint whose state does not fit the engine is an
+/// [`crate::Error::Checkpoint`].
+pub(crate) fn load_checked(
+    path: &std::path::Path,
+    fingerprint: &str,
+    rows: usize,
+    cols: usize,
+    optimizer: &OptimizerSettings,
+) -> Result<State> {
+    let state = State::load(path, fingerprint)?;
+    check_state(&state, rows, cols, optimizer).map_err(|e| {
+        let why = match e {
+            crate::Error::Checkpoint(msg) => msg,
+            other => other.to_string(),
+        };
+        crate::Error::Checkpoint(format!(
+            "{} does not fit this engine: {why}",
+            path.display()
+        ))
+    })?;
+    Ok(state)
 }
 
 /// The shared tail of a step: counts it, then either moves the particles along the ascent
@@ -125,7 +173,8 @@ pub(crate) fn apply_ascent(
             )))
         }
     });
-    state.step += 1;
+    // Saturating: a loaded state may carry any count.
+    state.step = state.step.saturating_add(1);
     match result {
         Ok((mut direction, loss, elbo)) => {
             direction.iter_mut().for_each(|v| *v = -*v);
@@ -135,7 +184,7 @@ pub(crate) fn apply_ascent(
             Ok(StepInfo::new(loss, elbo, false))
         }
         Err(e) if e.is_recoverable() && policy == NonFinitePolicy::Skip => {
-            state.skipped_steps += 1;
+            state.skipped_steps = state.skipped_steps.saturating_add(1);
             Ok(StepInfo::new(f64::NAN, f64::NAN, true))
         }
         Err(e) => Err(e),
@@ -146,7 +195,10 @@ pub(crate) fn apply_ascent(
 /// seeded with `seed` (the stream then lives on in the state), and the optimizer's moments.
 ///
 /// # Errors
-/// From the initialisation (e.g. a model that cannot sample its prior).
+/// From the initialisation (e.g. a model that cannot sample its prior);
+/// [`crate::Error::NonFinite`] naming the particle when an initial value is not finite (e.g. a
+/// NaN prior draw), instead of a state whose every step would be skipped;
+/// [`crate::Error::InvalidSettings`] when the particles or optimizer buffers cannot be allocated.
 #[allow(clippy::too_many_arguments)]
 pub(crate) fn init_state<M: LogDensity + ?Sized>(
     model: &M,
@@ -158,12 +210,27 @@ pub(crate) fn init_state<M: LogDensity + ?Sized>(
     fingerprint: String,
 ) -> Result<State> {
     let mut rng = rand_chacha::ChaCha8Rng::seed_from_u64(seed);
-    let mut particles = crate::Matrix::zeros(m, guide.param_dim(model.dim()));
+    let p = guide.param_dim(model.dim());
+    let mut particles = crate::Matrix::try_zeros(m, p).map_err(|e| {
+        crate::Error::invalid(
+            "num_particles",
+            format!("{m} particles of {p} parameters cannot be stored: {e}"),
+        )
+    })?;
     for i in 0..m {
-        guide.init_particle(model, init, &mut rng, particles.row_mut(i))?;
+        let row = particles.row_mut(i);
+        guide.init_particle(model, init, &mut rng, row)?;
+        if let Some(c) = row.iter().position(|v| !v.is_finite()) {
+            return Err(crate::Error::non_finite(format!(
+                "initial particle {i}, column {c} = {} (drawn by {init:?}; the model's \
+                 `sample_prior` must give finite unconstrained values)",
+                row[c]
+            )));
+        }
     }
+    let optimizer_state = optimizer.try_init(particles.as_slice().len())?;
     Ok(State {
-        optimizer: optimizer.init(particles.as_slice().len()),
+        optimizer: optimizer_state,
         particles,
         rng,
         step: 0,
@@ -205,12 +272,33 @@ pub(crate) fn batcher_for<M: LogDensity + ?Sized>(
 }
 
 /// The mixture of `guide`s a state's particles parameterise, for a model of dimension `dim`.
+///
+/// A state of another width (not one of the engine's) gives a mixture without particles,
+/// rather than an inconsistent one that would index out of bounds.
 pub(crate) fn mixture(guide: GuideSettings, state: &State, dim: usize) -> Mixture {
-    Mixture {
-        guide,
-        particles: state.particles.clone(),
-        dim,
-    }
+    Mixture::new(guide, state.particles.clone(), dim).unwrap_or_else(|_| Mixture::empty(guide, dim))
+}
+
+/// The number of values of a buffer whose length is the product of `factors`, or
+/// [`crate::Error::InvalidSettings`] naming `field` when the product overflows or its bytes
+/// exceed the address space (`isize::MAX`), so no later allocation of it can wrap or abort
+/// for that reason. `what` describes the buffer.
+pub(crate) fn buffer_len(field: &'static str, what: &str, factors: &[usize]) -> Result<usize> {
+    const MAX_VALUES: usize = isize::MAX as usize / std::mem::size_of::<f64>();
+    factors
+        .iter()
+        .try_fold(1usize, |acc, &f| acc.checked_mul(f))
+        .filter(|&n| n <= MAX_VALUES)
+        .ok_or_else(|| {
+            let shown: Vec<String> = factors.iter().map(ToString::to_string).collect();
+            crate::Error::invalid(
+                field,
+                format!(
+                    "{what} would need {} values, more than any buffer can hold",
+                    shown.join(" × ")
+                ),
+            )
+        })
 }
 
 /// The checks every variational engine's settings share: S ≥ 1 draws, a batch size ≥ 1, the

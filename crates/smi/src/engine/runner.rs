@@ -186,14 +186,15 @@ pub fn run<E: Engine + ?Sized>(
             }
         }
         if let Some(path) = &settings.checkpoint {
-            if settings.checkpoint_every > 0 && state.step % settings.checkpoint_every == 0 {
+            if settings.checkpoint_every > 0 && state.step.is_multiple_of(settings.checkpoint_every)
+            {
                 state.save(path)?;
                 saved_at = Some(state.step);
             }
         }
         if let Some(e) = epochs {
             let spe = e.steps_per_epoch();
-            if state.step % spe == 0 {
+            if state.step.is_multiple_of(spe) {
                 let mean_loss = if epoch_count > 0 {
                     epoch_sum / epoch_count as f64
                 } else {

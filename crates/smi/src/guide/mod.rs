@@ -68,13 +68,17 @@ impl Init {
     /// Checks the parameters.
     ///
     /// # Errors
-    /// [`Error::InvalidSettings`] for a radius ≤ 0 (identical particles break the kernel) or zero
-    /// draws.
+    /// [`Error::InvalidSettings`] for a radius ≤ 0 (identical particles break the kernel) or so
+    /// large that the interval's width 2·radius is not finite, or zero draws.
     pub fn validate(&self) -> Result<()> {
         match *self {
             Init::Uniform { radius } if !(radius.is_finite() && radius > 0.0) => Err(Error::invalid(
                 "init radius",
                 format!("must be positive and finite (identical particles break the kernel), got {radius}"),
+            )),
+            Init::Uniform { radius } if !(2.0 * radius).is_finite() => Err(Error::invalid(
+                "init radius",
+                format!("must be at most {:e} (the width 2·radius must be finite), got {radius}", f64::MAX / 2.0),
             )),
             Init::PriorMedian { draws: 0 } => {
                 Err(Error::invalid("init draws", "needs at least one prior draw"))
@@ -86,13 +90,15 @@ impl Init {
     /// Writes one initial location (length d) into `out`.
     ///
     /// # Errors
-    /// From [`LogDensity::sample_prior`] for `PriorMedian`.
+    /// From [`Init::validate`]; from [`LogDensity::sample_prior`] for `PriorMedian`, and
+    /// [`Error::InvalidSettings`] when its `draws × d` buffer cannot be allocated.
     pub fn draw<M: LogDensity + ?Sized>(
         &self,
         model: &M,
         rng: &mut rand_chacha::ChaCha8Rng,
         out: &mut [f64],
     ) -> Result<()> {
+        self.validate()?;
         match *self {
             Init::Uniform { radius } => {
                 for o in out.iter_mut() {
@@ -101,7 +107,21 @@ impl Init {
             }
             Init::PriorMedian { draws } => {
                 let d = out.len();
-                let mut all = vec![0.0; draws * d];
+                if d == 0 {
+                    return Ok(());
+                }
+                let mut all = draws
+                    .checked_mul(d)
+                    .ok_or_else(|| {
+                        Error::shape("prior draws", "draws × d within usize", "an overflow")
+                    })
+                    .and_then(|n| crate::matrix::try_zeros_vec(n, "the prior draws"))
+                    .map_err(|e| {
+                        Error::invalid(
+                            "init draws",
+                            format!("{draws} prior draws of {d} values cannot be stored: {e}"),
+                        )
+                    })?;
                 for row in all.chunks_exact_mut(d) {
                     model.sample_prior(rng, row)?;
                 }

@@ -68,7 +68,7 @@ pub fn check_shapes(dim: usize, theta: &[f64], logp: &[f64], grad: &[f64]) -> Re
     if dim == 0 {
         return Err(Error::invalid("dim", "the model has no parameters"));
     }
-    if theta.len() % dim != 0 {
+    if !theta.len().is_multiple_of(dim) {
         return Err(Error::shape("theta", format!("K×{dim}"), theta.len()));
     }
     let k = theta.len() / dim;

@@ -25,8 +25,14 @@ impl AdagradState {
     }
 
     pub(crate) fn step(&mut self, lr: f64, momentum: f64, x: &mut [f64], g: &[f64]) -> Result<()> {
-        if self.g_sq.len() != x.len() {
-            return Err(Error::shape("Adagrad state", self.g_sq.len(), x.len()));
+        // Both buffers: the update zips them, so a short one would leave parameters unmoved.
+        for (name, buf) in [
+            ("Adagrad state `g_sq`", &self.g_sq),
+            ("Adagrad state `n`", &self.n),
+        ] {
+            if buf.len() != x.len() {
+                return Err(Error::shape(name, x.len(), buf.len()));
+            }
         }
         let update = |(((x, g), gs), n): Block<'_>| {
             for (((x, g), gs), n) in x.iter_mut().zip(g).zip(gs).zip(n) {

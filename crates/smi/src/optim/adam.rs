@@ -36,8 +36,11 @@ impl AdamState {
         x: &mut [f64],
         g: &[f64],
     ) -> Result<()> {
-        if self.m.len() != x.len() {
-            return Err(Error::shape("Adam state", self.m.len(), x.len()));
+        // Both moments: the update zips them, so a short one would leave parameters unmoved.
+        for (name, buf) in [("Adam state `m`", &self.m), ("Adam state `v`", &self.v)] {
+            if buf.len() != x.len() {
+                return Err(Error::shape(name, x.len(), buf.len()));
+            }
         }
         let i = self.t as f64 + 1.0;
         let c1 = 1.0 - b1.powf(i);
@@ -55,7 +58,7 @@ impl AdamState {
         };
         let update = |blk: Block<'_>| update(c, blk);
         for_each_block(x, g, &mut self.m, &mut self.v, update);
-        self.t += 1;
+        self.t = self.t.saturating_add(1);
         Ok(())
     }
 }

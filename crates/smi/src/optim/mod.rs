@@ -146,6 +146,31 @@ impl OptimizerSettings {
         Ok(())
     }
 
+    /// Fresh state for `n` parameters, reporting a failed allocation as an error instead of
+    /// aborting.
+    pub(crate) fn try_init(&self, n: usize) -> Result<OptimizerState> {
+        let zeros = |what: &str| {
+            crate::matrix::try_zeros_vec(n, what).map_err(|e| {
+                Error::invalid(
+                    "num_particles",
+                    format!("the optimizer state of {n} parameters cannot be stored: {e}"),
+                )
+            })
+        };
+        Ok(match self {
+            OptimizerSettings::Adam { .. } => OptimizerState::Adam(AdamState {
+                m: zeros("Adam `m`")?,
+                v: zeros("Adam `v`")?,
+                t: 0,
+            }),
+            OptimizerSettings::Adagrad { .. } => OptimizerState::Adagrad(AdagradState {
+                g_sq: zeros("Adagrad `g_sq`")?,
+                n: zeros("Adagrad `n`")?,
+            }),
+            OptimizerSettings::Sgd { .. } => OptimizerState::Sgd(SgdState),
+        })
+    }
+
     /// Fresh state for `n` parameters.
     pub fn init(&self, n: usize) -> OptimizerState {
         match self {
@@ -169,11 +194,86 @@ pub enum OptimizerState {
 }
 
 impl OptimizerState {
+    /// The state's buffers with their names in messages.
+    fn buffers(&self) -> Vec<(&'static str, &[f64])> {
+        match self {
+            OptimizerState::Adam(s) => vec![
+                ("Adam first moment `m`", &s.m),
+                ("Adam second moment `v`", &s.v),
+            ],
+            OptimizerState::Adagrad(s) => vec![
+                ("Adagrad accumulator `g_sq`", &s.g_sq),
+                ("Adagrad momentum `n`", &s.n),
+            ],
+            OptimizerState::Sgd(_) => Vec::new(),
+        }
+    }
+
+    /// Whether the state belongs to `settings`' optimizer (Adam state for Adam, …).
+    pub fn matches(&self, settings: &OptimizerSettings) -> bool {
+        matches!(
+            (self, settings),
+            (OptimizerState::Adam(_), OptimizerSettings::Adam { .. })
+                | (
+                    OptimizerState::Adagrad(_),
+                    OptimizerSettings::Adagrad { .. }
+                )
+                | (OptimizerState::Sgd(_), OptimizerSettings::Sgd { .. })
+        )
+    }
+
+    /// Checks that every buffer holds one value per parameter, for `n` parameters.
+    ///
+    /// # Errors
+    /// [`Error::Shape`] naming the first buffer of another length.
+    pub fn check_len(&self, n: usize) -> Result<()> {
+        for (name, buf) in self.buffers() {
+            if buf.len() != n {
+                return Err(Error::shape(
+                    name,
+                    format!("{n} values (one per parameter)"),
+                    buf.len(),
+                ));
+            }
+        }
+        Ok(())
+    }
+
+    /// Checks that every buffer value is finite, and that the accumulated squares (Adam's `v`,
+    /// Adagrad's `g_sq`) are not negative.
+    ///
+    /// # Errors
+    /// [`Error::NonFinite`] naming the buffer, the index and the value; [`Error::Data`] for a
+    /// negative accumulated square.
+    pub fn check_values(&self) -> Result<()> {
+        for (k, (name, buf)) in self.buffers().into_iter().enumerate() {
+            if let Some(i) = buf.iter().position(|v| !v.is_finite()) {
+                return Err(Error::non_finite(format!(
+                    "optimizer state: {name}[{i}] = {}",
+                    buf[i]
+                )));
+            }
+            // The second buffer of Adam and the first of Adagrad sum squares.
+            let squares = match self {
+                OptimizerState::Adam(_) => k == 1,
+                OptimizerState::Adagrad(_) => k == 0,
+                OptimizerState::Sgd(_) => false,
+            };
+            if let Some(i) = buf.iter().position(|&v| squares && v < 0.0) {
+                return Err(Error::Data(format!(
+                    "optimizer state: {name}[{i}] = {} is negative, but it sums squares",
+                    buf[i]
+                )));
+            }
+        }
+        Ok(())
+    }
+
     /// One update x ← x − (transformed g), with `g` the gradient of a minimiser.
     ///
     /// # Errors
-    /// [`Error::Shape`] if `params`, `grad` and the state differ in length, or if the state does
-    /// not belong to `settings`' optimizer.
+    /// [`Error::Shape`] if `params`, `grad` and any buffer of the state differ in length;
+    /// [`Error::Checkpoint`] if the state does not belong to `settings`' optimizer.
     pub fn step(
         &mut self,
         settings: &OptimizerSettings,
@@ -183,6 +283,7 @@ impl OptimizerState {
         if params.len() != grad.len() {
             return Err(Error::shape("optimizer step", params.len(), grad.len()));
         }
+        self.check_len(params.len())?;
         match (self, *settings) {
             (OptimizerState::Adam(s), OptimizerSettings::Adam { lr, b1, b2, eps }) => {
                 s.step(lr, b1, b2, eps, params, grad)
@@ -198,5 +299,78 @@ impl OptimizerState {
                 "optimizer state does not match the optimizer settings".into(),
             )),
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_short_buffer_is_a_shape_error_not_a_silent_partial_update() {
+        // The updates zip parameters with both buffers: before the check of every buffer, a
+        // short second one left the trailing parameters unmoved without an error.
+        type Cut = fn(&mut OptimizerState);
+        let cases: [(OptimizerSettings, Cut); 4] = [
+            (OptimizerSettings::adam(0.1), |s| {
+                if let OptimizerState::Adam(a) = s {
+                    a.v.truncate(1);
+                }
+            }),
+            (OptimizerSettings::adam(0.1), |s| {
+                if let OptimizerState::Adam(a) = s {
+                    a.m.pop();
+                }
+            }),
+            (OptimizerSettings::adagrad(0.1), |s| {
+                if let OptimizerState::Adagrad(a) = s {
+                    a.n.truncate(2);
+                }
+            }),
+            (OptimizerSettings::adagrad(0.1), |s| {
+                if let OptimizerState::Adagrad(a) = s {
+                    a.g_sq.push(0.0);
+                }
+            }),
+        ];
+        for (settings, cut) in cases {
+            let mut st = settings.init(3);
+            assert!(st.check_len(3).is_ok());
+            cut(&mut st);
+            assert!(matches!(st.check_len(3), Err(Error::Shape { .. })));
+            let mut x = vec![1.0; 3];
+            let err = st.step(&settings, &mut x, &[1.0, 2.0, 3.0]);
+            assert!(
+                matches!(err, Err(Error::Shape { .. })),
+                "{settings:?}: {err:?}"
+            );
+            assert_eq!(x, vec![1.0; 3], "no parameter moves on a shape error");
+        }
+    }
+
+    #[test]
+    fn value_check_names_the_buffer_and_index() {
+        let mut st = OptimizerSettings::adam(0.1).init(4);
+        assert!(st.check_values().is_ok());
+        if let OptimizerState::Adam(a) = &mut st {
+            a.v[2] = f64::INFINITY;
+        }
+        match st.check_values() {
+            Err(Error::NonFinite { context }) => {
+                assert!(context.contains("`v`[2] = inf"), "{context}")
+            }
+            other => panic!("{other:?}"),
+        }
+        if let OptimizerState::Adam(a) = &mut st {
+            a.v[2] = -1.0;
+        }
+        assert!(matches!(st.check_values(), Err(Error::Data(_))));
+        if let OptimizerState::Adam(a) = &mut st {
+            a.v[2] = 0.0;
+            a.m[2] = -1.0;
+        }
+        assert!(st.check_values().is_ok(), "a first moment may be negative");
+        assert!(st.matches(&OptimizerSettings::adam(0.5)));
+        assert!(!st.matches(&OptimizerSettings::adagrad(0.5)));
     }
 }

@@ -5,7 +5,7 @@ use rayon::prelude::*;
 
 use crate::error::{Error, Result};
 use crate::guide::GuideSettings;
-use crate::matrix::Matrix;
+use crate::matrix::{try_resize, Matrix};
 use crate::model::Batch;
 use crate::model::LogDensity;
 
@@ -52,11 +52,12 @@ pub(crate) fn elbo_gradients<M: LogDensity + ?Sized>(
     let k = groups * m * s;
     let nd = guide.noise_dim(d);
     let sc = scratch;
-    sc.theta.resize(k * d, 0.0);
-    sc.logp.resize(k, 0.0);
-    sc.grad.resize(k * d, 0.0);
-    sc.logq.resize(k, 0.0);
-    sc.gradq.resize(k * d, 0.0);
+    // Sizes from user settings (m, S): a failed allocation is an error, not an abort.
+    try_resize(&mut sc.theta, k * d, "the step's K×d draws")?;
+    try_resize(&mut sc.logp, k, "the step's K log densities")?;
+    try_resize(&mut sc.grad, k * d, "the step's K×d gradients")?;
+    try_resize(&mut sc.logq, k, "the step's K mixture densities")?;
+    try_resize(&mut sc.gradq, k * d, "the step's K×d mixture gradients")?;
     // Draws of each (group, particle) block are independent: fill them in parallel.
     sc.theta
         .par_chunks_mut(s * d)
@@ -84,7 +85,7 @@ pub(crate) fn elbo_gradients<M: LogDensity + ?Sized>(
     }
     let mut out = Vec::with_capacity(groups);
     for g in 0..groups {
-        let mut ghat = Matrix::zeros(m, p);
+        let mut ghat = Matrix::try_zeros(m, p)?;
         let first = g * m * s;
         ghat.as_mut_slice()
             .par_chunks_mut(p)

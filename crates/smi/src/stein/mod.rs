@@ -15,7 +15,7 @@ use std::sync::Mutex;
 use crate::engine::{self, Engine, State, StepInfo};
 use crate::error::{Error, Result};
 use crate::kernel::Kernel;
-use crate::matrix::Matrix;
+use crate::matrix::{try_resize, Matrix};
 use crate::model::Layout;
 use crate::model::LogDensity;
 use crate::model::{Batch, Batcher};
@@ -49,10 +49,12 @@ impl<'a, M: LogDensity + ?Sized> SteinVi<'a, M> {
     /// An engine for `model` with `settings` (validated).
     ///
     /// # Errors
-    /// [`Error::InvalidSettings`] from [`SteinSettings::validate`], or when the batch size
-    /// exceeds the model's data.
+    /// [`Error::InvalidSettings`] from [`SteinSettings::validate`], when the batch size
+    /// exceeds the model's data, or when a step's buffers for this model (m×p particles, K×d
+    /// draws with K = m·S, the kernel's m×m×p gradients, …) would exceed the address space.
     pub fn new(model: &'a M, settings: SteinSettings) -> Result<Self> {
         settings.validate()?;
+        check_sizes(model.dim(), &settings)?;
         let batcher = engine::batcher_for(model, settings.batch_size)?;
         let kernel = settings.kernel.build()?;
         let layout = settings.guide.layout(&model.layout());
@@ -90,8 +92,9 @@ impl<'a, M: LogDensity + ?Sized> SteinVi<'a, M> {
     /// As [`Engine::step`], and [`Error::NonFinite`] for a non-finite model value.
     pub fn force(&self, state: &mut State, rows: Option<&[usize]>) -> Result<(Matrix, f64)> {
         let st = &self.settings;
-        let m = state.particles.rows();
         let d = self.model.dim();
+        engine::check_particles(state, st.num_particles, st.guide.param_dim(d))?;
+        let m = state.particles.rows();
         let s = st.num_elbo_particles;
         let groups = match st.gradient_reuse {
             crate::GradientReuse::Shared => 1,
@@ -103,7 +106,11 @@ impl<'a, M: LogDensity + ?Sized> SteinVi<'a, M> {
             .lock()
             .map_err(|_| Error::Data("scratch buffer poisoned by an earlier panic".into()))?;
         let mut eps = std::mem::take(&mut scratch.eps);
-        eps.resize(k * st.guide.noise_dim(d), 0.0);
+        let resized = try_resize(&mut eps, k * st.guide.noise_dim(d), "the step's noise");
+        if let Err(e) = resized {
+            scratch.eps = eps;
+            return Err(e);
+        }
         st.guide.draw_noise(&mut state.rng, &mut eps);
         let mut batch = match rows {
             None => self.batcher.draw(&mut state.rng, k),
@@ -171,10 +178,11 @@ impl<M: LogDensity + ?Sized> Engine for SteinVi<'_, M> {
 
     fn step(&self, state: &mut State, rows: Option<&[usize]>) -> Result<StepInfo> {
         let st = &self.settings;
-        engine::check_particles(
+        engine::check_state(
             state,
             st.num_particles,
             st.guide.param_dim(self.model.dim()),
+            &st.optimizer,
         )?;
         let result = self.force(state, rows).map(|(phi, elbo)| {
             let loss = phi.frobenius_norm();
@@ -190,4 +198,56 @@ impl<M: LogDensity + ?Sized> Engine for SteinVi<'_, M> {
     fn fingerprint(&self) -> String {
         engine::fingerprint(self.name(), self.model, &self.settings)
     }
+
+    fn load_state(&self, path: &std::path::Path) -> Result<State> {
+        let st = &self.settings;
+        engine::load_checked(
+            path,
+            &self.fingerprint(),
+            st.num_particles,
+            st.guide.param_dim(self.model.dim()),
+            &st.optimizer,
+        )
+    }
+}
+
+/// Checks that the buffers of a step on a model of dimension `d` have sizes that fit the address
+/// space: the m×p particles, the kernel's m×m×p gradients, the K×d draws (K = m·S, or m²·S with
+/// per-pair gradients), the Normal guide's K×m mixture densities and the K·b batch rows.
+///
+/// # Errors
+/// [`Error::InvalidSettings`] naming `num_particles`, `num_elbo_particles` or `batch_size`.
+fn check_sizes(d: usize, st: &SteinSettings) -> Result<()> {
+    let (m, s) = (st.num_particles, st.num_elbo_particles);
+    let groups = match st.gradient_reuse {
+        crate::GradientReuse::Shared => 1,
+        crate::GradientReuse::PerPair => m,
+    };
+    let per_param = st.guide.param_dim(1);
+    engine::buffer_len("num_particles", "the m×p particles", &[m, per_param, d])?;
+    engine::buffer_len(
+        "num_particles",
+        "the kernel's m×m×p gradients",
+        &[m, m, per_param, d],
+    )?;
+    engine::buffer_len(
+        "num_elbo_particles",
+        "the K×d parameter draws of a step",
+        &[groups, m, s, d],
+    )?;
+    if let crate::GuideSettings::Normal { .. } = st.guide {
+        engine::buffer_len(
+            "num_elbo_particles",
+            "the K×m mixture densities of a step",
+            &[groups, m, s, m],
+        )?;
+    }
+    if let Some(b) = st.batch_size {
+        engine::buffer_len(
+            "batch_size",
+            "the K·b mini-batch rows of a step",
+            &[groups, m, s, b],
+        )?;
+    }
+    Ok(())
 }

@@ -156,7 +156,9 @@ impl SteinSettings {
     /// # Errors
     /// [`Error::InvalidSettings`] naming the field: zero particles or draws, a negative or
     /// non-finite temperature, a bad optimizer, kernel, guide, init or schedule, a zero batch
-    /// size, or `jacobian = false` with the Normal guide.
+    /// size, `jacobian = false` with the Normal guide, or particle and draw counts whose
+    /// products (the m×m kernel, the m·S draws of a step, times the batch size) would exceed
+    /// the address space.
     pub fn validate(&self) -> Result<()> {
         if self.num_particles == 0 {
             return Err(Error::invalid(
@@ -183,6 +185,24 @@ impl SteinSettings {
             &self.init,
             &self.optimizer,
         )?;
+        let m = self.num_particles;
+        crate::engine::buffer_len("num_particles", "the m×m kernel matrix", &[m, m])?;
+        let (groups, what) = match self.gradient_reuse {
+            GradientReuse::Shared => (1, "the m·S model draws of a step"),
+            GradientReuse::PerPair => (m, "the m²·S model draws of a step (per-pair gradients)"),
+        };
+        crate::engine::buffer_len(
+            "num_elbo_particles",
+            what,
+            &[groups, m, self.num_elbo_particles],
+        )?;
+        if let Some(b) = self.batch_size {
+            crate::engine::buffer_len(
+                "batch_size",
+                "the mini-batch rows of a step",
+                &[groups, m, self.num_elbo_particles, b],
+            )?;
+        }
         self.schedule.validate()?;
         self.kernel.build().map(|_| ())
     }
