@@ -36,3 +36,41 @@ fn unknown_config_and_method_list_the_valid_ones() {
         &["asvgd", "map"],
     );
 }
+
+/// `--threads 0` and a non-finite or negative `--min-seconds` were accepted.
+#[test]
+fn bad_threads_and_min_seconds_are_errors() {
+    let base = [
+        "bench", "--config", "mvn-100", "--method", "svgd", "--warmup", "0",
+    ];
+    for (flag, value, needle) in [
+        ("--threads", "0", "--threads must be at least 1"),
+        (
+            "--min-seconds",
+            "nan",
+            "--min-seconds must be a finite number",
+        ),
+        (
+            "--min-seconds",
+            "-1",
+            "--min-seconds must be a finite number",
+        ),
+        (
+            "--min-seconds",
+            "inf",
+            "--min-seconds must be a finite number",
+        ),
+        ("--steps", "0", "--steps must be at least 1"),
+    ] {
+        // `--flag=value`: clap would take a separate "-1" for an option.
+        let arg = format!("{flag}={value}");
+        let mut args = base.to_vec();
+        args.push(&arg);
+        if flag != "--steps" {
+            args.push("--steps=1");
+        }
+        let o = common::smi(&args);
+        assert_eq!(o.status.code(), Some(1), "{args:?}");
+        fails(&args, &[needle]);
+    }
+}

@@ -204,7 +204,7 @@ impl BnnClassifier {
     /// [`Error::Shape`] when `theta` is not K × d or `x` has the wrong width.
     pub fn predict_proba(&self, theta: &[f64], x: &Matrix) -> Result<Matrix> {
         let d = self.dim();
-        if theta.len() % d != 0 {
+        if !theta.len().is_multiple_of(d) {
             return Err(Error::shape("theta", format!("K×{d}"), theta.len()));
         }
         let c = self.num_classes();

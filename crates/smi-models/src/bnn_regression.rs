@@ -270,7 +270,7 @@ impl BnnRegression {
     /// [`Error::Shape`] when `theta` is not K × d or `x` has the wrong width.
     pub fn predict(&self, theta: &[f64], x: &Matrix) -> Result<RegressionPrediction> {
         let d = self.dim();
-        if theta.len() % d != 0 {
+        if !theta.len().is_multiple_of(d) {
             return Err(Error::shape("theta", format!("K×{d}"), theta.len()));
         }
         let k = theta.len() / d;

@@ -1,5 +1,6 @@
 //! `smi inspect`: what a saved model is, how it was fitted, and its validation metrics.
 
+use std::fmt::Write;
 use std::path::PathBuf;
 
 use anyhow::Result;
@@ -23,38 +24,53 @@ pub struct InspectArgs {
 /// Runs `smi inspect`.
 pub fn run(a: &InspectArgs) -> Result<()> {
     let m = ModelFile::load(&a.model)?;
-    let h = &m.header;
     if a.json {
-        println!("{}", serde_json::to_string_pretty(h)?);
-        return Ok(());
+        println!("{}", serde_json::to_string_pretty(&m.header)?);
+    } else {
+        print!("{}", summary(&m, &a.model.display().to_string()));
     }
+    Ok(())
+}
+
+/// The summary `smi inspect` prints for model `m` read from `name`.
+pub fn summary(m: &ModelFile, name: &str) -> String {
+    let mut out = String::new();
+    // Writing to a String cannot fail.
+    macro_rules! line {
+        ($($t:tt)*) => {{
+            let _ = writeln!(out, $($t)*);
+        }};
+    }
+    let h = &m.header;
     let arch = &h.architecture;
     let sizes: Vec<String> = arch.sizes.iter().map(usize::to_string).collect();
-    println!(
+    line!(
         "model        {} (format {}, written by smi {})",
-        a.model.display(),
+        name,
         h.format_version,
         h.smi_version
     );
-    println!("task         {} of {:?}", h.task.name(), h.target);
-    println!(
+    line!("task         {} of {:?}", h.task.name(), h.target);
+    line!(
         "network      {} {:?}, N(0, {}²) priors",
         sizes.join(" → "),
         arch.activation,
         arch.prior_scale
     );
     if let Some(noise) = &arch.noise {
-        println!("noise        {noise:?} (standardised target units)");
+        line!("noise        {noise:?} (standardised target units)");
     }
-    println!("features     {}", h.features.join(", "));
+    line!("features     {}", h.features.join(", "));
     if let Some(c) = &h.classes {
-        println!("classes      {}", c.join(", "));
+        line!("classes      {}", c.join(", "));
     }
     if let Some(s) = &h.y_scaler {
-        println!("target scale mean {:.6}, std {:.6}", s.mean[0], s.std[0]);
+        if let (Some(mean), Some(std)) = (s.mean.first(), s.std.first()) {
+            line!("target scale mean {mean:.6}, std {std:.6}");
+        }
     }
     let s = &h.settings;
-    println!(
+    line!(
         "method       {} — {}",
         h.method,
         match h.payload.kind {
@@ -73,12 +89,14 @@ pub fn run(a: &InspectArgs) -> Result<()> {
     );
     let lr = s.lr.map_or_else(|| "-".to_string(), |v| format!("{v:e}"));
     if h.method == "nuts" {
-        println!(
+        line!(
             "fitted with  NUTS, {} warm-up + {} draws on the full data, seed {}",
-            s.nuts_warmup, s.nuts_draws, s.seed
+            s.nuts_warmup,
+            s.nuts_draws,
+            s.seed
         );
     } else {
-        println!(
+        line!(
             "fitted with  lr {lr} ({}), ≤ {} steps, S = {}, batch {}, early stopping {}, seed {}",
             s.lr_mode,
             s.max_steps,
@@ -90,13 +108,13 @@ pub fn run(a: &InspectArgs) -> Result<()> {
         );
     }
     for (lr, v) in &s.lr_grid {
-        println!(
+        line!(
             "  lr grid    {lr:e}: validation score {}",
             v.map_or_else(|| "diverged".to_string(), |v| format!("{v:.4}"))
         );
     }
     let t = &h.training;
-    println!(
+    line!(
         "training     {} rows ({} held out), {} steps in {:.1} s{}",
         t.rows,
         t.validation_rows,
@@ -109,8 +127,8 @@ pub fn run(a: &InspectArgs) -> Result<()> {
         }
     );
     match &h.validation {
-        Some(v) => println!("validation   {}", describe(v)),
-        None => println!("validation   none (fit with --validation 0.1 to get metrics)"),
+        Some(v) => line!("validation   {}", describe(v)),
+        None => line!("validation   none (fit with --validation 0.1 to get metrics)"),
     }
-    Ok(())
+    out
 }

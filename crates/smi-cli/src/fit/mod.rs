@@ -9,20 +9,24 @@
 
 pub mod csv_input;
 pub mod inspect;
+pub mod limits;
 pub mod model_file;
 pub mod predict;
+pub mod scaling;
 
-use std::path::PathBuf;
+use std::collections::HashMap;
+use std::path::{Path, PathBuf};
 
-use anyhow::{bail, Context, Result};
+use anyhow::{anyhow, bail, Context, Result};
 use smi::{LogDensity, Matrix, NutsSettings};
-use smi_data::{train_test_split_indices, Standardizer};
+use smi_data::train_test_split_indices;
 use smi_models::{Activation, BnnClassifier, BnnRegression, Mlp, Noise};
 
-use csv_input::{class_map, read_table};
+use csv_input::{class_map, read_table, show, Table};
+use limits::Budget;
 use model_file::{
-    finite, Architecture, Header, Metrics, ModelFile, Payload, PayloadKind, Scaler, Settings, Task,
-    Training, FORMAT_VERSION, MAGIC,
+    finite, network_dim, Architecture, Header, Metrics, ModelFile, Payload, PayloadKind, Scaler,
+    Settings, Task, Training, FORMAT_VERSION, MAGIC,
 };
 use smi::{Fit, Method, LR_GRID};
 use smi_experiments::progress::Bar;
@@ -62,10 +66,16 @@ pub struct FitArgs {
     /// Feature columns, comma-separated [default: every column but the target].
     #[arg(long, value_delimiter = ',')]
     pub features: Option<Vec<String>>,
-    /// Regression or classification [default: regression for a numeric target,
-    /// classification otherwise].
+    /// Regression or classification [default: regression when at least 90 % of the target's
+    /// cells are numbers (a numeric target with a few bad cells is an error naming them),
+    /// classification otherwise]. `--task classification` takes numbers as class labels.
     #[arg(long, value_enum)]
     pub task: Option<Task>,
+    /// Drop the rows with a missing or non-numeric value (an empty, text, NaN or infinite
+    /// feature cell or regression target; an empty class label) instead of failing; says how
+    /// many were dropped.
+    #[arg(long)]
+    pub drop_missing: bool,
     /// Inference method: smi, svgd, asvgd, ovi, map or nuts.
     #[arg(long, default_value = "smi")]
     pub method: String,
@@ -142,8 +152,8 @@ struct Prepared {
     y_train: Vec<f64>,
     /// Validation targets in original units (regression) or class indices.
     y_val: Option<Vec<f64>>,
-    x_scaler: Standardizer,
-    y_scaler: Option<Standardizer>,
+    x_scaler: Scaler,
+    y_scaler: Option<Scaler>,
 }
 
 fn gather(x: &[f64], cols: usize, idx: &[usize]) -> Vec<f64> {
@@ -152,7 +162,22 @@ fn gather(x: &[f64], cols: usize, idx: &[usize]) -> Vec<f64> {
         .collect()
 }
 
-/// Splits off `val` rows (if any) and standardises with the training rows' statistics.
+/// Standardises `x` (row-major) with `s`; `what` names the rows in the error.
+fn standardise(s: &Scaler, x: &mut [f64], what: &str) -> Result<()> {
+    s.apply(x).map_err(|(r, c)| {
+        anyhow!(
+            "cannot standardise {what}: row {}, column {} lies too far from the training mean \
+             (mean {}, std {})",
+            r + 1,
+            c + 1,
+            s.mean[c],
+            s.std[c]
+        )
+    })
+}
+
+/// Splits off `val` rows (if any) and standardises with the training rows' statistics
+/// ([`Scaler::fit`], which cannot overflow).
 fn prepare(
     x: &[f64],
     y: &[f64],
@@ -162,12 +187,12 @@ fn prepare(
     scale_y: bool,
 ) -> Result<Prepared> {
     let mut xt = gather(x, cols, train);
-    let x_scaler = Standardizer::fit(&xt, train.len(), cols)?;
-    x_scaler.apply(&mut xt);
+    let x_scaler = Scaler::fit(&xt, train.len(), cols).context("the features")?;
+    standardise(&x_scaler, &mut xt, "the training features")?;
     let mut yt: Vec<f64> = train.iter().map(|&r| y[r]).collect();
     let y_scaler = if scale_y {
-        let s = Standardizer::fit(&yt, yt.len(), 1)?;
-        s.apply(&mut yt);
+        let s = Scaler::fit(&yt, yt.len(), 1).context("the target")?;
+        standardise(&s, &mut yt, "the training targets")?;
         Some(s)
     } else {
         None
@@ -175,7 +200,7 @@ fn prepare(
     let (x_val, y_val) = match val {
         Some(v) => {
             let mut xv = gather(x, cols, v);
-            x_scaler.apply(&mut xv);
+            standardise(&x_scaler, &mut xv, "the validation features")?;
             (
                 Some(Matrix::from_vec(v.len(), cols, xv)?),
                 Some(v.iter().map(|&r| y[r]).collect()),
@@ -241,13 +266,6 @@ fn empty_payload() -> Payload {
     }
 }
 
-fn scaler(s: &Standardizer) -> model_file::Scaler {
-    Scaler {
-        mean: s.mean.clone(),
-        std: s.std.clone(),
-    }
-}
-
 /// Validation metrics of a fit (targets in original units / class indices).
 fn validate(
     spec: &Spec,
@@ -259,8 +277,7 @@ fn validate(
     let (Some(x), Some(y)) = (&prep.x_val, &prep.y_val) else {
         return Ok(None);
     };
-    let mut h = header_stub(spec, prep);
-    h.y_scaler = prep.y_scaler.as_ref().map(scaler);
+    let h = header_stub(spec, prep);
     Ok(Some(match spec.task {
         Task::Regression => {
             let o = predict::predict_regression(&h, &out.posterior, x, draws, 0.9, seed, Some(y))?;
@@ -290,8 +307,8 @@ fn header_stub(spec: &Spec, prep: &Prepared) -> Header {
         },
         target: String::new(),
         features: Vec::new(),
-        x_scaler: scaler(&prep.x_scaler),
-        y_scaler: prep.y_scaler.as_ref().map(scaler),
+        x_scaler: prep.x_scaler.clone(),
+        y_scaler: prep.y_scaler.clone(),
         classes: None,
         settings: Settings {
             lr: None,
@@ -318,25 +335,357 @@ fn header_stub(spec: &Spec, prep: &Prepared) -> Header {
         },
         validation: None,
         payload: empty_payload(),
+        checksum: None,
     }
 }
 
+/// The hidden widths of `--hidden` (comma-separated positive integers; an empty entry, as in
+/// `2,,2` or `50,`, is an error).
 fn parse_hidden(s: &str) -> Result<Vec<usize>> {
-    let v: Vec<usize> = s
-        .split(',')
+    if s.trim().is_empty() {
+        bail!("--hidden {s:?}: give at least one hidden width, e.g. 50,50");
+    }
+    s.split(',')
         .map(str::trim)
-        .filter(|p| !p.is_empty())
-        .map(|p| {
+        .enumerate()
+        .map(|(i, p)| {
+            if p.is_empty() {
+                bail!(
+                    "--hidden {s:?}: width {} is empty (two commas in a row, or one at an end?)",
+                    i + 1
+                );
+            }
             p.parse::<usize>()
                 .ok()
                 .filter(|&w| w > 0)
                 .with_context(|| format!("--hidden {s:?}: {p:?} is not a positive width"))
         })
-        .collect::<Result<_>>()?;
-    if v.is_empty() {
-        bail!("--hidden {s:?}: give at least one hidden width, e.g. 50,50");
+        .collect()
+}
+
+/// Fails unless a file can be created in the folder of `path` (the one named by `flag`), so
+/// that a missing or read-only folder is reported before any work rather than after it. The
+/// probe file is removed again; `path` itself is not touched.
+pub fn check_writable(path: &Path, flag: &str) -> Result<()> {
+    let shown = path.display();
+    if path.as_os_str().is_empty() {
+        bail!("{flag}: the path is empty");
     }
-    Ok(v)
+    if path.is_dir() {
+        bail!("{flag} {shown}: this is a folder; name a file in it");
+    }
+    let dir = match path.parent() {
+        Some(d) if !d.as_os_str().is_empty() => d,
+        _ => Path::new("."),
+    };
+    if !dir.is_dir() {
+        bail!(
+            "{flag} {shown}: the folder {} does not exist (create it first)",
+            dir.display()
+        );
+    }
+    let name = path
+        .file_name()
+        .map_or_else(|| "out".into(), |n| n.to_string_lossy().into_owned());
+    let probe = dir.join(format!(".{name}.{}.probe", std::process::id()));
+    std::fs::OpenOptions::new()
+        .write(true)
+        .create_new(true)
+        .open(&probe)
+        .with_context(|| format!("{flag} {shown}: cannot write into {}", dir.display()))?;
+    // Best effort: a probe that cannot be removed is harmless.
+    let _ = std::fs::remove_file(&probe);
+    Ok(())
+}
+
+/// What a CSV file gives a fit.
+struct Data {
+    /// Feature column names, in input order.
+    features: Vec<String>,
+    /// Row-major rows × features.len() values.
+    x: Vec<f64>,
+    /// Regression targets, or class indices as f64.
+    y: Vec<f64>,
+    /// Class names (classification).
+    classes: Option<Vec<String>>,
+    /// Regression or classification.
+    task: Task,
+    /// Whether the task was guessed from the target column (no `--task`).
+    guessed: bool,
+    /// The lines of the rows `--drop-missing` dropped.
+    dropped: Vec<u64>,
+}
+
+impl Data {
+    fn rows(&self) -> usize {
+        self.y.len()
+    }
+}
+
+/// Whether every feature cell of row `r` and its target cell are usable for `task`.
+fn row_complete(table: &Table, r: usize, features: &[usize], t: usize, task: Task) -> bool {
+    let num = |c: usize| table.rows[r][c].parse::<f64>().is_ok_and(f64::is_finite);
+    features.iter().all(|&c| num(c))
+        && match task {
+            Task::Regression => num(t),
+            Task::Classification => !table.rows[r][t].is_empty(),
+        }
+}
+
+/// The features, targets and task of `table` for `--target target`, `--features`, `--task`
+/// and `--drop-missing`.
+fn read_data(
+    table: &Table,
+    target: &str,
+    features: Option<&[String]>,
+    task: Option<Task>,
+    drop_missing: bool,
+) -> Result<Data> {
+    let t = table.column(target, "--target")?;
+    let feature_idx: Vec<usize> = match features {
+        Some(names) => {
+            let mut idx = Vec::new();
+            for (i, f) in names.iter().map(|f| f.trim()).enumerate() {
+                if f.is_empty() {
+                    bail!(
+                        "--features: name {} is empty (two commas in a row, or one at an end?)",
+                        i + 1
+                    );
+                }
+                let j = table.column(f, "--features")?;
+                if j == t {
+                    bail!("--features: {} is the target column", show(f));
+                }
+                if !idx.contains(&j) {
+                    idx.push(j);
+                }
+            }
+            idx
+        }
+        None => (0..table.headers.len()).filter(|&j| j != t).collect(),
+    };
+    if feature_idx.is_empty() {
+        bail!(
+            "{}: no feature columns besides the target {}",
+            table.source,
+            show(target)
+        );
+    }
+    let guessed = task.is_none();
+    let task = task.unwrap_or(if table.looks_numeric(t) {
+        Task::Regression
+    } else {
+        Task::Classification
+    });
+    let mut dropped = Vec::new();
+    let kept;
+    let table = if drop_missing {
+        let (keep, drop): (Vec<usize>, Vec<usize>) =
+            (0..table.len()).partition(|&r| row_complete(table, r, &feature_idx, t, task));
+        if keep.is_empty() {
+            bail!(
+                "--drop-missing: every one of the {} rows of {} has a missing or non-numeric \
+                 value (lines {}); nothing is left to fit",
+                table.len(),
+                table.source,
+                table.list_lines(&drop)
+            );
+        }
+        dropped = drop.iter().map(|&r| table.lines[r]).collect();
+        kept = table.select_rows(&keep);
+        &kept
+    } else {
+        table
+    };
+    let x = table.numbers(&feature_idx).map_err(|e| {
+        let bad = (0..table.len())
+            .filter(|&r| {
+                feature_idx
+                    .iter()
+                    .any(|&c| !table.rows[r][c].parse::<f64>().is_ok_and(f64::is_finite))
+            })
+            .count();
+        anyhow!(
+            "{e}\n({bad} of the {} rows have an empty or non-numeric feature cell; \
+             --drop-missing drops such rows, --features chooses the columns)",
+            table.len()
+        )
+    })?;
+    let (y, classes) = match task {
+        Task::Regression => {
+            let bad = table.non_numbers(t);
+            if !bad.is_empty() {
+                let hint = if guessed {
+                    format!(
+                        ", or --task classification if {} holds class labels",
+                        show(target)
+                    )
+                } else {
+                    String::new()
+                };
+                bail!(
+                    "{}: the regression target {} needs a number in every row, but {} of its {} \
+                     cells {}: {}; --drop-missing drops those rows{hint}",
+                    table.source,
+                    show(target),
+                    bad.len(),
+                    table.len(),
+                    if bad.len() == 1 {
+                        "is not a finite number"
+                    } else {
+                        "are not finite numbers"
+                    },
+                    table.list_cells(&bad, t)
+                );
+            }
+            (table.numbers(&[t])?, None)
+        }
+        Task::Classification => {
+            let labels = table.labels(t)?;
+            let classes = class_map(&labels);
+            if classes.len() < 2 {
+                bail!(
+                    "{}: the target {} has a single class ({}); classification needs at least two",
+                    table.source,
+                    show(target),
+                    show(&classes[0])
+                );
+            }
+            let index: HashMap<&str, usize> = classes
+                .iter()
+                .enumerate()
+                .map(|(k, c)| (c.as_str(), k))
+                .collect();
+            let y = labels
+                .iter()
+                .map(|l| index.get(l.as_str()).copied().unwrap_or(0) as f64)
+                .collect();
+            (y, Some(classes))
+        }
+    };
+    Ok(Data {
+        features: feature_idx
+            .iter()
+            .map(|&j| table.headers[j].clone())
+            .collect(),
+        x,
+        y,
+        classes,
+        task,
+        guessed,
+        dropped,
+    })
+}
+
+/// Refuses a fit whose biggest buffers cannot fit in this machine's memory (see [`limits`]),
+/// before anything is allocated. `sizes` are the network's widths, `train`/`val` the rows
+/// fitted and validated.
+fn check_fit_memory(
+    a: &FitArgs,
+    method: Method,
+    sizes: &[usize],
+    elbo_draws: usize,
+    train: usize,
+    val: usize,
+    validates: bool,
+) -> Result<()> {
+    let hidden = format!("--hidden {}", a.hidden);
+    let net = network_dim(sizes).ok_or_else(|| {
+        anyhow!("{hidden}: the network is too large (its parameter count overflows)")
+    })?;
+    let d = net
+        .checked_add(1)
+        .ok_or_else(|| anyhow!("{hidden}: the network is too large"))?;
+    let normal = matches!(method, Method::Smi | Method::Ovi);
+    let p = if normal { d.saturating_mul(2) } else { d };
+    let mut b = Budget::new();
+    let widths: usize = sizes.iter().fold(0usize, |s, &w| s.saturating_add(w));
+    match method {
+        Method::Nuts => b.add(
+            "the NUTS draws",
+            &format!("--nuts-draws {}, {hidden}", a.nuts_draws),
+            &[
+                (a.nuts_draws.max(1), "draws"),
+                (d, "parameters"),
+                (8, "bytes"),
+            ],
+        ),
+        _ => {
+            let (m, flags) = match method {
+                Method::Smi | Method::Svgd | Method::Asvgd => (
+                    a.particles,
+                    format!("--particles {}, {hidden}", a.particles),
+                ),
+                _ => (1, hidden.clone()),
+            };
+            b.add(
+                "the particles and their optimiser state",
+                &flags,
+                &[(m, "particles"), (p, "values"), (4, "copies"), (8, "bytes")],
+            );
+            if method == Method::Smi {
+                b.add(
+                    "the model draws of one step and their gradients",
+                    &format!(
+                        "--particles {}, --elbo-draws {elbo_draws}, {hidden}",
+                        a.particles
+                    ),
+                    &[
+                        (a.particles, "particles"),
+                        (elbo_draws, "draws"),
+                        (d, "parameters"),
+                        (2, "copies"),
+                        (8, "bytes"),
+                    ],
+                );
+            }
+        }
+    }
+    let rows = train.min(a.batch_size).max(1);
+    b.add(
+        "one forward and backward pass",
+        &format!("--batch-size {}, {hidden}", a.batch_size),
+        &[
+            (rows, "rows"),
+            (widths, "activations"),
+            (2, "copies"),
+            (4, "bytes"),
+        ],
+    );
+    if validates {
+        // θ draws of a prediction: mixture draws of a Normal guide, the particles of point
+        // masses, the stored NUTS draws.
+        let (k, flag) = match method {
+            Method::Smi | Method::Ovi => (a.draws, format!("--draws {}", a.draws)),
+            Method::Svgd | Method::Asvgd => (a.particles, format!("--particles {}", a.particles)),
+            Method::Map => (1, String::new()),
+            Method::Nuts => (a.nuts_draws, format!("--nuts-draws {}", a.nuts_draws)),
+        };
+        let flags = if flag.is_empty() {
+            hidden.clone()
+        } else {
+            format!("{flag}, {hidden}")
+        };
+        let out = *sizes.last().unwrap_or(&1);
+        b.add(
+            "the validation predictions",
+            &flags,
+            &[
+                (k.max(1), "draws"),
+                (
+                    d.saturating_add(val.clamp(1, predict::CHUNK).saturating_mul(out)),
+                    "values",
+                ),
+                (8, "bytes"),
+            ],
+        );
+        b.add(
+            "the draws of the predictive interval",
+            &format!("--draws {}", a.draws),
+            &[(a.draws.max(k), "draws"), (8, "bytes")],
+        );
+    }
+    b.check()
 }
 
 /// Runs `smi fit`.
@@ -374,69 +723,65 @@ pub fn run(a: &FitArgs) -> Result<()> {
         }
     }
 
+    check_writable(&a.save, "--save")?;
+
     // Data.
     let table = read_table(&a.csv)?;
-    let t = table.column(&a.target, "--target")?;
-    let feature_idx: Vec<usize> = match &a.features {
-        Some(names) => {
-            let mut idx = Vec::new();
-            for f in names.iter().map(|f| f.trim()).filter(|f| !f.is_empty()) {
-                let j = table.column(f, "--features")?;
-                if j == t {
-                    bail!("--features: {f:?} is the target column");
+    let data = read_data(
+        &table,
+        &a.target,
+        a.features.as_deref(),
+        a.task,
+        a.drop_missing,
+    )?;
+    drop(table);
+    if a.drop_missing {
+        let lines = if data.dropped.is_empty() {
+            String::new()
+        } else {
+            format!(
+                " (lines {}{})",
+                data.dropped
+                    .iter()
+                    .take(csv_input::SHOWN_ROWS)
+                    .map(u64::to_string)
+                    .collect::<Vec<_>>()
+                    .join(", "),
+                if data.dropped.len() > csv_input::SHOWN_ROWS {
+                    ", …"
+                } else {
+                    ""
                 }
-                if !idx.contains(&j) {
-                    idx.push(j);
-                }
-            }
-            idx
-        }
-        None => (0..table.headers.len()).filter(|&j| j != t).collect(),
-    };
-    if feature_idx.is_empty() {
-        bail!(
-            "{}: no feature columns besides the target {:?}",
-            table.source,
-            a.target
+            )
+        };
+        eprintln!(
+            "--drop-missing: dropped {} of {} rows with a missing or non-numeric value{lines}",
+            data.dropped.len(),
+            data.dropped.len() + data.rows(),
         );
     }
-    let features: Vec<String> = feature_idx
-        .iter()
-        .map(|&j| table.headers[j].clone())
-        .collect();
-    let x = table.numbers(&feature_idx)?;
-    let cols = feature_idx.len();
-    let task = a.task.unwrap_or(if table.is_numeric(t) {
-        Task::Regression
-    } else {
-        Task::Classification
-    });
-    let (y, classes) = match task {
-        Task::Regression => (
-            (0..table.len())
-                .map(|r| table.number(r, t))
-                .collect::<Result<Vec<f64>>>()?,
-            None,
-        ),
-        Task::Classification => {
-            let labels = table.labels(t)?;
-            let classes = class_map(&labels);
-            if classes.len() < 2 {
-                bail!(
-                    "{}: the target {:?} has a single class ({:?}); classification needs at least two",
-                    table.source,
-                    a.target,
-                    classes[0]
-                );
-            }
-            let y = labels
-                .iter()
-                .map(|l| classes.iter().position(|c| c == l).unwrap_or(0) as f64)
-                .collect();
-            (y, Some(classes))
+    let Data {
+        features,
+        x,
+        y,
+        classes,
+        task,
+        guessed,
+        ..
+    } = data;
+    let cols = features.len();
+    if let (true, Some(c)) = (guessed, &classes) {
+        if c.len() > 100 || 2 * c.len() > y.len() {
+            eprintln!(
+                "note: the target {} is not numeric, so this fits a classifier with {} classes \
+                 on {} rows; use --task regression if it holds numbers",
+                show(&a.target),
+                c.len(),
+                y.len()
+            );
         }
-    };
-    let n = table.len();
+    }
+    let n = y.len();
     let all: Vec<usize> = (0..n).collect();
     let split = |frac: f64| -> Result<(Vec<usize>, Vec<usize>)> {
         train_test_split_indices(n, frac, 10).with_context(|| {
@@ -450,8 +795,6 @@ pub fn run(a: &FitArgs) -> Result<()> {
         }
         None => (all.clone(), None),
     };
-    let scale_y = task == Task::Regression && a.target_scaling == TargetScaling::Standardize;
-    let prep = prepare(&x, &y, cols, &train, val.as_deref(), scale_y)?;
 
     // Model and engine settings.
     let activation = match a.activation {
@@ -476,6 +819,17 @@ pub fn run(a: &FitArgs) -> Result<()> {
     if elbo_draws == 0 {
         bail!("--elbo-draws must be at least 1");
     }
+    check_fit_memory(
+        a,
+        method,
+        &spec.sizes,
+        elbo_draws,
+        train.len(),
+        val.as_ref().map_or(n / 10, Vec::len),
+        val.is_some() || (lr_auto && method != Method::Nuts),
+    )?;
+    let scale_y = task == Task::Regression && a.target_scaling == TargetScaling::Standardize;
+    let prep = prepare(&x, &y, cols, &train, val.as_deref(), scale_y)?;
     let settings_for = |rows: usize| UnitSettings {
         max_steps: a.max_steps,
         num_particles: a.particles,
@@ -609,4 +963,258 @@ pub fn run(a: &FitArgs) -> Result<()> {
     file.save(&a.save)?;
     eprintln!("saved the model to {}", a.save.display());
     Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::csv_input::read_from;
+    use super::*;
+    use proptest::prelude::*;
+
+    fn table(text: &str) -> Table {
+        read_from(text.as_bytes(), "t.csv").unwrap()
+    }
+
+    /// `rows` rows of `x,y` with y = 2x, and `bad` put into the target of the rows listed.
+    fn numeric(rows: usize, bad: &[(usize, &str)]) -> String {
+        let mut s = String::from("x,y\n");
+        for r in 0..rows {
+            let y = bad
+                .iter()
+                .find(|b| b.0 == r)
+                .map_or_else(|| (2 * r).to_string(), |b| b.1.to_string());
+            s.push_str(&format!("{r},{y}\n"));
+        }
+        s
+    }
+
+    /// One `NA` in a numeric target is a regression target with a bad cell, not a classifier
+    /// with a class per value.
+    #[test]
+    fn a_bad_cell_in_a_numeric_target_is_an_error_not_classes() {
+        let t = table(&numeric(30, &[(7, "NA")]));
+        let e = read_data(&t, "y", None, None, false)
+            .err()
+            .unwrap()
+            .to_string();
+        for want in [
+            "t.csv: the regression target \"y\" needs a number in every row",
+            "1 of its 30 cells is not a finite number: line 9 (data row 8) \"NA\"",
+            "--drop-missing drops those rows",
+            "--task classification",
+        ] {
+            assert!(e.contains(want), "{want:?} not in {e}");
+        }
+        let d = read_data(&t, "y", None, None, true).unwrap();
+        assert_eq!(
+            (d.task, d.rows(), d.dropped.clone()),
+            (Task::Regression, 29, vec![9])
+        );
+        assert_eq!(d.x.len(), 29);
+        // --task regression on a column that is mostly text lists the first few bad cells.
+        let bad: Vec<(usize, &str)> = (0..20).map(|r| (r, "n/a")).collect();
+        let t = table(&numeric(30, &bad));
+        assert!(read_data(&t, "y", None, None, false).unwrap().task == Task::Classification);
+        let e = read_data(&t, "y", None, Some(Task::Regression), false)
+            .err()
+            .unwrap()
+            .to_string();
+        assert!(
+            e.contains("20 of its 30 cells are not finite numbers"),
+            "{e}"
+        );
+        assert!(
+            e.contains("and 15 more") && !e.contains("--task classification"),
+            "{e}"
+        );
+        // Empty, NaN and infinite targets are bad cells too.
+        let t = table(&numeric(30, &[(1, ""), (2, "NaN"), (3, "-inf")]));
+        let e = read_data(&t, "y", None, None, false)
+            .err()
+            .unwrap()
+            .to_string();
+        assert!(e.contains("3 of its 30 cells"), "{e}");
+        assert_eq!(read_data(&t, "y", None, None, true).unwrap().rows(), 27);
+        // Every row dropped.
+        let t = table("x,y\nNA,1\n");
+        let e = read_data(&t, "y", None, None, true)
+            .err()
+            .unwrap()
+            .to_string();
+        assert!(e.contains("nothing is left"), "{e}");
+        // A missing feature cell suggests --drop-missing, which drops the row.
+        let t = table("x,y\n1,2\n,4\n5,6\n");
+        let e = read_data(&t, "y", None, None, false)
+            .err()
+            .unwrap()
+            .to_string();
+        assert!(e.contains("line 3") && e.contains("--drop-missing"), "{e}");
+        assert_eq!(read_data(&t, "y", None, None, true).unwrap().y, [2.0, 6.0]);
+    }
+
+    /// Integer labels are a regression target by default and classes under
+    /// `--task classification`.
+    #[test]
+    fn task_overrides_the_guess() {
+        let t = table("x,y\n1,0\n2,1\n3,2\n4,1\n5,10\n");
+        let d = read_data(&t, "y", None, None, false).unwrap();
+        assert_eq!((d.task, d.classes.is_none()), (Task::Regression, true));
+        let d = read_data(&t, "y", None, Some(Task::Classification), false).unwrap();
+        assert_eq!(d.task, Task::Classification);
+        assert_eq!(d.classes.unwrap(), ["0", "1", "2", "10"]);
+        assert_eq!(d.y, [0.0, 1.0, 2.0, 1.0, 3.0]);
+        // Text labels are classes.
+        let t = table("x,y\n1,a\n2,b\n3,a\n");
+        let d = read_data(&t, "y", None, None, false).unwrap();
+        assert_eq!(d.classes.unwrap(), ["a", "b"]);
+        // An empty class label is dropped by --drop-missing.
+        let t = table("x,y\n1,a\n2,\n3,b\n");
+        assert!(read_data(&t, "y", None, None, false).is_err());
+        assert_eq!(read_data(&t, "y", None, None, true).unwrap().rows(), 2);
+    }
+
+    #[test]
+    fn lists_with_empty_entries_are_errors() {
+        assert_eq!(parse_hidden("50, 50").unwrap(), [50, 50]);
+        for bad in ["2,,2", "50,", ",50", "", " ", "0", "a", "-1"] {
+            let e = parse_hidden(bad).unwrap_err().to_string();
+            assert!(e.starts_with("--hidden"), "{bad:?}: {e}");
+        }
+        assert!(parse_hidden("2,,2")
+            .unwrap_err()
+            .to_string()
+            .contains("width 2 is empty"));
+        let t = table("a,b,y\n1,2,3\n4,5,6\n");
+        let names = |v: &[&str]| v.iter().map(|s| s.to_string()).collect::<Vec<_>>();
+        let e = read_data(&t, "y", Some(&names(&["a", "", "b"])), None, false)
+            .err()
+            .unwrap()
+            .to_string();
+        assert!(e.contains("--features: name 2 is empty"), "{e}");
+        let d = read_data(&t, "y", Some(&names(&["b", "a", "b"])), None, false).unwrap();
+        assert_eq!(d.features, ["b", "a"]);
+    }
+
+    /// A missing or unwritable folder is refused before any work.
+    #[test]
+    fn writability_is_checked_up_front() {
+        let dir = tempfile::tempdir().unwrap();
+        check_writable(&dir.path().join("m.smi"), "--save").unwrap();
+        assert_eq!(
+            std::fs::read_dir(dir.path()).unwrap().count(),
+            0,
+            "probe left behind"
+        );
+        let e = check_writable(&dir.path().join("nope/m.smi"), "--save")
+            .unwrap_err()
+            .to_string();
+        assert!(e.contains("--save") && e.contains("does not exist"), "{e}");
+        let e = check_writable(dir.path(), "--out").unwrap_err().to_string();
+        assert!(e.contains("is a folder"), "{e}");
+        // /proc refuses new files even to root.
+        let e = check_writable(Path::new("/proc/m.smi"), "--save")
+            .unwrap_err()
+            .to_string();
+        assert!(e.contains("cannot write into /proc"), "{e}");
+    }
+
+    /// CSV-like text: cells, separators, quotes and line breaks in any order.
+    fn csv_text() -> impl Strategy<Value = String> {
+        let tokens = vec![
+            "a", "y", "x", "1", "2.5", "-3e2", "0", "NaN", "inf", "NA", "", " ", ",", ",", ",",
+            "\n", "\n", "\r\n", "\"", "\"\"", "1e308", "-1e300", "label", "é",
+        ];
+        prop::collection::vec(prop::sample::select(tokens), 0..80).prop_map(|v| v.concat())
+    }
+
+    /// A well-formed CSV with numeric and text columns, then edited at a few places.
+    fn edited_csv() -> impl Strategy<Value = String> {
+        (
+            1usize..25,
+            prop::collection::vec(
+                (
+                    any::<prop::sample::Index>(),
+                    prop::sample::select(vec!["\"", ",", "\n", "", "NA", "x"]),
+                ),
+                0..4,
+            ),
+        )
+            .prop_map(|(rows, edits)| {
+                let mut s = String::from("x1,x2,y,label\n");
+                for r in 0..rows {
+                    s.push_str(&format!(
+                        "{},{},{},{}\n",
+                        r,
+                        r * r,
+                        r as f64 * 0.5,
+                        ["a", "b", "c"][r % 3]
+                    ));
+                }
+                let mut b = s.into_bytes();
+                for (i, e) in edits {
+                    let i = i.index(b.len());
+                    b.splice(i..i, e.bytes());
+                }
+                String::from_utf8(b).unwrap_or_default()
+            })
+    }
+
+    /// Everything `smi fit` and `smi predict` do with a table, for every column as the target:
+    /// errors are fine, panics are not, and a result is consistent.
+    fn exercise(bytes: &[u8]) {
+        let Ok(t) = read_from(bytes, "p.csv") else {
+            return;
+        };
+        for (c, name) in t.headers.iter().enumerate() {
+            let _ = (t.looks_numeric(c), t.non_numbers(c), t.labels(c));
+            for task in [None, Some(Task::Regression), Some(Task::Classification)] {
+                for drop in [false, true] {
+                    let Ok(d) = read_data(&t, name, None, task, drop) else {
+                        continue;
+                    };
+                    assert_eq!(d.x.len(), d.rows() * d.features.len());
+                    assert_eq!(d.rows() + d.dropped.len(), t.len());
+                    assert!(d.x.iter().all(|v| v.is_finite()));
+                    match (&d.classes, d.task) {
+                        (None, Task::Regression) => assert!(d.y.iter().all(|v| v.is_finite())),
+                        (Some(k), Task::Classification) => {
+                            assert!(k.len() >= 2);
+                            assert!(d.y.iter().all(|&v| (v as usize) < k.len()));
+                        }
+                        other => panic!("inconsistent {other:?}"),
+                    }
+                    if let Ok(s) = Scaler::fit(&d.x, d.rows(), d.features.len()) {
+                        let mut x = d.x.clone();
+                        let _ = s.apply(&mut x);
+                    }
+                }
+            }
+            // Prediction: this column as the model's only feature.
+            let mut m = super::model_file::tests::sample();
+            m.header.features = vec![name.clone()];
+            let _ = predict::features(&m.header, &t);
+        }
+    }
+
+    proptest! {
+        #![proptest_config(super::model_file::tests::config())]
+
+        /// Arbitrary bytes never panic the reader.
+        #[test]
+        fn arbitrary_csv_bytes_never_panic(bytes in prop::collection::vec(any::<u8>(), 0..400)) {
+            exercise(&bytes);
+        }
+
+        /// CSV-like text (quotes, blank cells, ragged rows, line breaks) never panics.
+        #[test]
+        fn csv_like_text_never_panics(text in csv_text()) {
+            exercise(text.as_bytes());
+        }
+
+        /// A valid CSV with stray quotes, commas, line breaks and bad cells never panics.
+        #[test]
+        fn edited_csv_never_panics(text in edited_csv()) {
+            exercise(text.as_bytes());
+        }
+    }
 }

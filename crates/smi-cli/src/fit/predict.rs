@@ -10,16 +10,17 @@
 
 use std::path::{Path, PathBuf};
 
-use anyhow::{bail, Context, Result};
+use anyhow::{anyhow, bail, Context, Result};
 use rand::{Rng, SeedableRng};
 use rand_chacha::ChaCha8Rng;
 use smi::metrics::{central_interval, gaussian_log_lik, pointwise_log_predictive};
 use smi::Matrix;
 use smi_models::{BnnClassifier, BnnRegression, Mlp, Noise};
 
-use super::csv_input::{read_table, Table};
+use super::csv_input::{read_table, show, Table};
+use super::limits::Budget;
 use super::model_file::{finite, Header, Metrics, ModelFile, Task};
-use smi::Posterior;
+use smi::{GuideSettings, Posterior};
 use smi_experiments::uci::prediction_rng;
 
 /// Options of `smi predict`.
@@ -46,13 +47,14 @@ pub struct PredictArgs {
     /// Seed of the prediction draws [default: the fit's seed].
     #[arg(long)]
     pub seed: Option<u64>,
-    /// Also write the test metrics (when the target column is present) as JSON here.
+    /// Also write the test metrics as JSON here; the CSV must then have the target column
+    /// with labels the model knows (checked before anything is written).
     #[arg(long)]
     pub metrics: Option<PathBuf>,
 }
 
 /// Rows per forward-pass chunk (bounds memory at draws × CHUNK values).
-const CHUNK: usize = 4096;
+pub const CHUNK: usize = 4096;
 
 /// Regression predictions in target units.
 #[derive(Clone, Debug, Default)]
@@ -90,6 +92,45 @@ fn std_normal(rng: &mut ChaCha8Rng) -> f64 {
     (-2.0 * u1.ln()).sqrt() * (std::f64::consts::TAU * u2).cos()
 }
 
+/// Refuses a prediction of `rows` rows with `draws` (`--draws`) whose biggest buffers cannot
+/// fit in this machine's memory: the θ draws (K × d, K = `draws` for Normal particles, the
+/// stored rows otherwise), the forward pass of one chunk of rows (K × chunk × outputs) and the
+/// y draws of the interval (max(`draws`, K)).
+pub fn check_memory(h: &Header, fitted: &Posterior, draws: usize, rows: usize) -> Result<()> {
+    let k = match fitted {
+        Posterior::Mixture(m) if matches!(m.guide(), GuideSettings::Normal { .. }) => draws,
+        Posterior::Mixture(m) => m.particles().rows(),
+        Posterior::Draws(d) => d.rows(),
+    };
+    let flag = format!("--draws {draws}");
+    let d = fitted.dim();
+    let out = h.architecture.sizes.last().copied().unwrap_or(1);
+    let mut b = Budget::new();
+    b.add(
+        "the parameter draws",
+        &flag,
+        &[(k, "draws"), (d, "parameters"), (8, "bytes")],
+    );
+    b.add(
+        "the predictions of one chunk of rows",
+        &flag,
+        &[
+            (k, "draws"),
+            (rows.clamp(1, CHUNK), "rows"),
+            (out, "outputs"),
+            (8, "bytes"),
+        ],
+    );
+    if h.task == Task::Regression {
+        b.add(
+            "the draws of the predictive interval",
+            &flag,
+            &[(draws.max(k), "draws"), (8, "bytes")],
+        );
+    }
+    b.check()
+}
+
 /// Regression predictions at the standardised inputs `x` (n × in); `y` (target units) adds
 /// the per-row log predictive density.
 pub fn predict_regression(
@@ -107,13 +148,17 @@ pub fn predict_regression(
         .context("corrupt model header: a regression model without a noise model")?;
     let model = BnnRegression::new(mlp(h)?, Matrix::zeros(1, x.cols()), vec![0.0], noise)?
         .with_prior_scale(h.architecture.prior_scale)?;
+    check_memory(h, fitted, draws, x.rows())?;
     let mut rng = prediction_rng(seed);
     let theta = fitted.predictive_draws(draws, &mut rng)?;
     let k = theta.rows();
     let ydraws = draws.max(k);
     let mut noise_rng = ChaCha8Rng::seed_from_u64(seed ^ 0x0b5e_4fed);
     let (shift, scale) = match &h.y_scaler {
-        Some(s) => (s.mean[0], s.std[0]),
+        Some(s) => match (s.mean.first(), s.std.first()) {
+            (Some(&m), Some(&s)) => (m, s),
+            _ => bail!("corrupt model header: an empty y_scaler"),
+        },
         None => (0.0, 1.0),
     };
     let mut out = RegressionOutput::default();
@@ -130,7 +175,7 @@ pub fn predict_regression(
             pred.noise_scale.iter_mut().for_each(|v| *v *= scale);
         }
         if !pred.y_loc.is_finite() || pred.noise_scale.iter().any(|v| !v.is_finite()) {
-            bail!("the model's predictions are not finite (the fit diverged; refit with a smaller --lr)");
+            bail!("{}", not_finite(start, end));
         }
         let mean_var: f64 = pred.noise_scale.iter().map(|s| s * s).sum::<f64>() / k as f64;
         for i in 0..end - start {
@@ -155,6 +200,21 @@ pub fn predict_regression(
         }
     }
     Ok(out)
+}
+
+/// The message for predictions of rows `start..end` (0-based) that are not finite: the
+/// parameters are finite (the model file guarantees it), so the network overflowed.
+fn not_finite(start: usize, end: usize) -> String {
+    let rows = if end == start + 1 {
+        format!("row {}", start + 1)
+    } else {
+        format!("rows {}–{}", start + 1, end)
+    };
+    format!(
+        "the model's predictions for {rows} are not finite: the network overflowed, either \
+         because inputs lie far outside the training data or because the fit diverged \
+         (refit with a smaller --lr)"
+    )
 }
 
 /// Regression metrics of `out` against `y`: NLL = −mean log predictive density (the same sum
@@ -187,6 +247,7 @@ pub fn predict_classes(
 ) -> Result<ClassOutput> {
     let net = mlp(h)?;
     let c = net.output_dim();
+    check_memory(h, fitted, draws, x.rows())?;
     let model = BnnClassifier::new(net, Matrix::zeros(1, x.cols()), vec![0])?
         .with_prior_scale(h.architecture.prior_scale)?;
     let mut rng = prediction_rng(seed);
@@ -206,7 +267,7 @@ pub fn predict_classes(
                 }
             }
             if row.iter().any(|v| !v.is_finite()) {
-                bail!("the model's predictions are not finite (the fit diverged; refit with a smaller --lr)");
+                bail!("{}", not_finite(start + i, start + i + 1));
             }
             let best = (0..c)
                 .max_by(|&a, &b| row[a].total_cmp(&row[b]))
@@ -247,13 +308,24 @@ pub fn features(h: &Header, table: &Table) -> Result<Matrix> {
         .iter()
         .map(|f| table.column(f, "a feature the model was fitted on"))
         .collect::<Result<_>>()?;
-    let mut x = table.numbers(&idx)?;
     let cols = idx.len();
-    for row in x.chunks_mut(cols.max(1)) {
-        for ((v, m), s) in row.iter_mut().zip(&h.x_scaler.mean).zip(&h.x_scaler.std) {
-            *v = (*v - m) / s;
-        }
+    if h.x_scaler.mean.len() != cols || h.x_scaler.std.len() != cols {
+        bail!(
+            "corrupt model header: x_scaler has {} means for {cols} features",
+            h.x_scaler.mean.len()
+        );
     }
+    let mut x = table.numbers(&idx)?;
+    h.x_scaler.apply(&mut x).map_err(|(r, c)| {
+        anyhow!(
+            "{}: {} lies too far outside the training data to standardise (training mean {}, \
+             std {})",
+            table.at(r, idx[c]),
+            show(&table.rows[r][idx[c]]),
+            h.x_scaler.mean[c],
+            h.x_scaler.std[c]
+        )
+    })?;
     Ok(Matrix::from_vec(table.len(), cols, x)?)
 }
 
@@ -285,20 +357,81 @@ fn write_csv(
     Ok(())
 }
 
+/// The test targets of a prediction CSV.
+enum Targets {
+    /// Regression targets in target units.
+    Values(Vec<f64>),
+    /// Class indices into the model's classes.
+    Classes(Vec<usize>),
+    /// No test metrics, and why.
+    None(String),
+}
+
+/// The test targets of `table` when it has the model's target column: regression values, or
+/// class indices; [`Targets::None`] with the reason when there are none to score against.
+fn targets(h: &Header, table: &Table) -> Result<Targets> {
+    let Some(t) = table.headers.iter().position(|c| c == &h.target) else {
+        return Ok(Targets::None(format!(
+            "the CSV has no target column {} (its columns: {})",
+            show(&h.target),
+            table
+                .headers
+                .iter()
+                .take(30)
+                .map(|c| show(c))
+                .collect::<Vec<_>>()
+                .join(", ")
+        )));
+    };
+    Ok(match h.task {
+        Task::Regression => Targets::Values(table.numbers(&[t])?),
+        Task::Classification => {
+            let classes = h
+                .classes
+                .as_ref()
+                .context("corrupt model header: a classifier without classes")?;
+            let labels = table.labels(t)?;
+            let idx: std::result::Result<Vec<usize>, &String> = labels
+                .iter()
+                .map(|l| classes.iter().position(|c| c == l).ok_or(l))
+                .collect();
+            match idx {
+                Ok(idx) => Targets::Classes(idx),
+                Err(l) => Targets::None(format!(
+                    "column {} holds labels the model does not know (e.g. {})",
+                    show(&h.target),
+                    show(l)
+                )),
+            }
+        }
+    })
+}
+
 /// Runs `smi predict`.
 pub fn run(a: &PredictArgs) -> Result<()> {
     check_args(a)?;
+    super::check_writable(&a.out, "--out")?;
+    if let Some(p) = &a.metrics {
+        super::check_writable(p, "--metrics")?;
+    }
     let model = ModelFile::load(&a.model)?;
     let h = &model.header;
     let fitted = model.fitted()?;
     let table = read_table(&a.csv)?;
     let x = features(h, &table)?;
     let seed = a.seed.unwrap_or(h.settings.seed);
-    let target = table.headers.iter().position(|c| c == &h.target);
+    let targets = targets(h, &table)?;
+    if let (Some(p), Targets::None(why)) = (&a.metrics, &targets) {
+        bail!("--metrics {}: no test metrics to write: {why}", p.display());
+    }
+    check_memory(h, &fitted, a.draws, x.rows())?;
     let metrics = match h.task {
         Task::Regression => {
-            let y = target.map(|t| table.numbers(&[t])).transpose()?;
-            let out = predict_regression(h, &fitted, &x, a.draws, a.interval, seed, y.as_deref())?;
+            let y = match &targets {
+                Targets::Values(y) => Some(y.as_slice()),
+                _ => None,
+            };
+            let out = predict_regression(h, &fitted, &x, a.draws, a.interval, seed, y)?;
             let head = ["mean", "std", "lower", "upper"].map(String::from);
             write_csv(
                 &a.out,
@@ -310,7 +443,7 @@ pub fn run(a: &PredictArgs) -> Result<()> {
                         .collect()
                 }),
             )?;
-            y.map(|y| regression_metrics(&out, &y, a.interval))
+            y.map(|y| regression_metrics(&out, y, a.interval))
         }
         Task::Classification => {
             let classes = h
@@ -318,6 +451,13 @@ pub fn run(a: &PredictArgs) -> Result<()> {
                 .as_ref()
                 .context("corrupt model header: a classifier without classes")?;
             let out = predict_classes(h, &fitted, &x, a.draws, seed)?;
+            if out.probs.iter().any(|p| p.len() != classes.len()) {
+                bail!(
+                    "corrupt model header: {} class names for a network with a different \
+                     number of outputs",
+                    classes.len()
+                );
+            }
             let mut head: Vec<String> = classes.iter().map(|c| format!("prob_{c}")).collect();
             head.push("predicted_class".into());
             write_csv(
@@ -325,29 +465,13 @@ pub fn run(a: &PredictArgs) -> Result<()> {
                 &head,
                 out.probs.iter().zip(&out.predicted).map(|(p, &k)| {
                     let mut r: Vec<String> = p.iter().map(|v| v.to_string()).collect();
-                    r.push(classes[k].clone());
+                    r.push(classes.get(k).cloned().unwrap_or_default());
                     r
                 }),
             )?;
-            match target {
-                None => None,
-                Some(t) => {
-                    let labels = table.labels(t)?;
-                    let idx: Option<Vec<usize>> = labels
-                        .iter()
-                        .map(|l| classes.iter().position(|c| c == l))
-                        .collect();
-                    match idx {
-                        Some(idx) => Some(class_metrics(&out, &idx)),
-                        None => {
-                            eprintln!(
-                                "note: column {:?} holds labels the model does not know; no test metrics",
-                                h.target
-                            );
-                            None
-                        }
-                    }
-                }
+            match &targets {
+                Targets::Classes(idx) => Some(class_metrics(&out, idx)),
+                _ => None,
             }
         }
     };
@@ -357,22 +481,21 @@ pub fn run(a: &PredictArgs) -> Result<()> {
         table.len(),
         a.out.display()
     );
+    if let Targets::None(why) = &targets {
+        if table.headers.contains(&h.target) {
+            eprintln!("note: no test metrics: {why}");
+        }
+    }
     if let Some(m) = metrics {
         eprintln!(
-            "test metrics (column {:?} present): {}",
-            h.target,
+            "test metrics (column {} present): {}",
+            show(&h.target),
             describe(&m)
         );
         if let Some(p) = &a.metrics {
             let text = serde_json::to_string_pretty(&m)?;
             std::fs::write(p, text).with_context(|| format!("cannot write {}", p.display()))?;
         }
-    } else if let Some(p) = &a.metrics {
-        bail!(
-            "--metrics {}: the CSV has no usable target column {:?}",
-            p.display(),
-            h.target
-        );
     }
     Ok(())
 }

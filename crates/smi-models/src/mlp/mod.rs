@@ -407,7 +407,7 @@ impl Mlp {
         out: &mut [f64],
     ) -> Result<()> {
         self.check_inputs(x, dim)?;
-        if theta.len() % dim != 0 {
+        if !theta.len().is_multiple_of(dim) {
             return Err(Error::shape("theta", format!("K×{dim}"), theta.len()));
         }
         let k = theta.len() / dim;
