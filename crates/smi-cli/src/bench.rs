@@ -138,7 +138,7 @@ fn check_memory(case: &Case, d: usize) -> Result<()> {
         smi::GradientReuse::Shared => 1,
         smi::GradientReuse::PerPair => m,
     };
-    let mut b = crate::fit::limits::Budget::new();
+    let mut b = smi_fit::limits::Budget::new();
     b.add(
         &format!("the model draws of one {} step", case.method.name()),
         &format!("--draws {}", case.draws),

@@ -1,7 +1,6 @@
 //! `smi`: reproduce the ELBOing-Stein experiments, benchmark the engines, fit users' data.
 
 mod bench;
-mod fit;
 mod report;
 
 use clap::{Parser, Subcommand};
@@ -28,12 +27,12 @@ enum Command {
     Bench(bench::Args),
     /// Fit a calibrated Bayesian neural network (regression or classification) to a CSV file
     /// and save it as a `.smi` model.
-    Fit(fit::FitArgs),
+    Fit(smi_fit::FitArgs),
     /// Predict the rows of a CSV file with a saved model: mean, std and a central interval
     /// (regression) or class probabilities (classification).
-    Predict(fit::PredictArgs),
+    Predict(smi_fit::PredictArgs),
     /// Describe a saved model: network, how it was fitted, validation metrics.
-    Inspect(fit::InspectArgs),
+    Inspect(smi_fit::InspectArgs),
 }
 
 fn main() -> anyhow::Result<()> {
@@ -42,8 +41,8 @@ fn main() -> anyhow::Result<()> {
         Command::Reproduce { experiment } => smi_experiments::run(experiment),
         Command::Report(args) => report::run(&args),
         Command::Bench(args) => bench::run(&args),
-        Command::Fit(args) => fit::run(&args),
-        Command::Predict(args) => fit::predict::run(&args),
-        Command::Inspect(args) => fit::inspect::run(&args),
+        Command::Fit(args) => smi_fit::run(&args),
+        Command::Predict(args) => smi_fit::predict::run(&args),
+        Command::Inspect(args) => smi_fit::inspect::run(&args),
     }
 }

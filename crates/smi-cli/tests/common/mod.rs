@@ -2,6 +2,8 @@
 //! writes (JSONL records, PNG figures) and finding the shared data folder.
 #![allow(dead_code)]
 
+pub mod fit;
+
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
 

@@ -154,6 +154,11 @@ impl Table {
         self.rows.len()
     }
 
+    /// Whether the table has no data rows.
+    pub fn is_empty(&self) -> bool {
+        self.rows.is_empty()
+    }
+
     /// The index of column `name`; the error lists the columns found.
     pub fn column(&self, name: &str, role: &str) -> Result<usize> {
         self.headers.iter().position(|h| h == name).ok_or_else(|| {

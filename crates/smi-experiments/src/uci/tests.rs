@@ -1,0 +1,91 @@
+//! Unit tests.
+
+use super::*;
+
+#[test]
+fn paper_rates_decode() {
+    let lr = |d, k, m| paper_lr(d, k, m).unwrap();
+    assert_eq!(
+        lr(UciDataset::Boston, SplitKind::Standard, Method::Svgd),
+        5e-6
+    );
+    assert_eq!(
+        lr(UciDataset::Boston, SplitKind::Standard, Method::Smi),
+        5e-5
+    );
+    assert_eq!(
+        lr(UciDataset::Concrete, SplitKind::Standard, Method::Svgd),
+        5e-2
+    );
+    assert_eq!(lr(UciDataset::Energy, SplitKind::Gap10, Method::Map), 5e-2);
+    assert_eq!(lr(UciDataset::Wine, SplitKind::Gap10, Method::Smi), 5e-2);
+    assert!(paper_lr(UciDataset::Yacht, SplitKind::Gap10, Method::Nuts).is_none());
+}
+
+#[test]
+fn option_parsing() {
+    let set = parse_splits("0,3-5,3,6,9").unwrap().unwrap();
+    assert_eq!(set.0, vec![(0, 0), (3, 6), (9, 9)]);
+    assert_eq!(set.below(5), vec![0, 3, 4]);
+    assert_eq!(set.at_or_above(5), "5-6, 9");
+    assert_eq!(set.max(), 9);
+    // A huge range is two numbers, not four billion.
+    let huge = parse_splits("0-4294967295").unwrap().unwrap();
+    assert_eq!(huge.below(3), vec![0, 1, 2]);
+    assert_eq!(huge.at_or_above(20), "20-4294967295");
+    assert_eq!(parse_splits("all").unwrap(), None);
+    assert!(parse_splits("5-2").is_err());
+    assert!(parse_splits("x").is_err());
+    assert_eq!(parse_shard("1/3").unwrap(), (1, 3));
+    assert!(parse_shard("3/3").is_err());
+    assert!(parse_shard("1").is_err());
+    let e = parse_methods("smi,foo").unwrap_err();
+    assert!(format!("{e:#}").contains("asvgd"), "{e:#}");
+    assert_eq!(
+        parse_methods("map,smi,map").unwrap(),
+        vec![Method::Map, Method::Smi]
+    );
+    let e = parse_datasets("mnist").unwrap_err().to_string();
+    assert!(e.contains("yacht"), "{e}");
+    assert_eq!(parse_datasets("all").unwrap().len(), 9);
+    assert_eq!(parse_kinds("both").unwrap().len(), 2);
+    assert!(parse_kinds("gap20").is_err());
+    assert_eq!("tune".parse::<LrMode>().unwrap(), LrMode::Tune);
+    assert_eq!("5e-3".parse::<LrMode>().unwrap(), LrMode::Fixed(5e-3));
+    assert!("-1".parse::<LrMode>().is_err());
+}
+
+#[test]
+fn configs_differ_by_setting() {
+    let args = |extra: &[&str]| {
+        use clap::Parser;
+        #[derive(clap::Parser)]
+        struct W {
+            #[command(flatten)]
+            a: Args,
+        }
+        let mut v = vec!["x"];
+        v.extend_from_slice(extra);
+        W::parse_from(v).a
+    };
+    let p = Plan::new(&args(&[])).unwrap();
+    let q = Plan::new(&args(&["--max-steps", "100"])).unwrap();
+    let r = Plan::new(&args(&["--seed", "3"])).unwrap();
+    let a = Plan::new(&args(&["--attraction", "numpyro"])).unwrap();
+    // the default attraction adds nothing: records made before the option still match
+    assert_eq!(
+        p.config(Method::Smi, Some(5e-5)),
+        "lr=5e-5|steps<=60000|es=35x2|m=5|S=100|b=100|init=U0.1|pred=5000|seed=0"
+    );
+    for m in Method::ALL {
+        let c = p.config(m, Some(1e-3));
+        // only SMI has the attraction option
+        assert_eq!(c == a.config(m, Some(1e-3)), m != Method::Smi, "{m}");
+        assert_eq!(c, p.config(m, Some(1e-3)));
+        assert_ne!(c, r.config(m, Some(1e-3)));
+        if m != Method::Nuts {
+            assert_ne!(c, q.config(m, Some(1e-3)));
+            assert_ne!(c, p.config(m, Some(1e-4)));
+        }
+    }
+}

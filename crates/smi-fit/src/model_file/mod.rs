@@ -1,0 +1,516 @@
+//! The `.smi` model file written by `smi fit` and read by `smi predict` / `smi inspect`.
+//!
+//! # Format (version 1)
+//!
+//! ```text
+//! <header: one line of UTF-8 JSON> '\n' <payload: rows × cols little-endian f64, row-major>
+//! ```
+//!
+//! The header is a single JSON object on the first line (so `head -n 1 model.smi` shows it):
+//!
+//! | key | meaning |
+//! |---|---|
+//! | `magic` | always `"smi-model"` |
+//! | `format_version` | `1`; a reader refuses any other version |
+//! | `smi_version` | version of the program that wrote the file |
+//! | `task` | `"regression"` or `"classification"` |
+//! | `method` | `smi`, `svgd`, `asvgd`, `ovi`, `map` or `nuts` |
+//! | `architecture` | `sizes` (input, hidden…, output widths), `activation` (`Relu`/`Tanh`), `noise` (regression: `{"GammaPrecision":{"shape":1,"rate":0.1}}` or `{"Fixed":σ}`, in standardised target units), `prior_scale` |
+//! | `target`, `features` | the CSV column names used for fitting, in the order of the network's inputs |
+//! | `x_scaler` | `mean`, `std` per feature: the network sees (x − mean) / std (training statistics, ddof 0, 1 for a constant column) |
+//! | `y_scaler` | regression: `mean`, `std` of the training targets, y = mean + std·y_model; `null` when targets were not scaled |
+//! | `classes` | classification: class names; class k of the network is `classes[k]` |
+//! | `settings` | how it was fitted: learning rate (and the grid scores under `--lr auto`), step budget, particles, ELBO draws, batch size, early stopping, seed, validation fraction, NUTS settings |
+//! | `training` | rows used, validation rows, steps run, seconds, early stopped, last loss |
+//! | `validation` | metrics on the validation split (`nll`; `rmse`, `coverage` of the central `interval`; or `accuracy`), or `null` |
+//! | `payload` | `kind` (`"particles"`: the m × p particle matrix of the fitted guide, `guide` says which — Normal: p = 2d, `[loc \| ρ]` with σ = softplus(ρ); Delta: p = d, θ; `"draws"`: NUTS draws, one θ per row), `rows`, `cols`, `dim` (d, the model dimension), `encoding` = `"f64-le"` |
+//! | `checksum` | `"crc32:"` and 8 lower-case hex digits: the CRC-32 (IEEE) of the file as it would be without this member, i.e. of the header line with `,"checksum":"crc32:…"` removed, its newline and the payload. Always the header's last member. Files of smi 0.1.0 before it have none; they are still read, with a warning |
+//!
+//! θ is in the model's unconstrained space: the network weights layer by layer (weights then
+//! biases), then u = log precision for a regression model with a learned noise.
+//!
+//! The payload is exactly `rows · cols · 8` bytes after the newline; a shorter file is reported
+//! as truncated, a longer one as corrupt.
+//!
+//! # Reading
+//!
+//! Nothing in a file is trusted: the checksum is verified, then the whole header is checked
+//! against the architecture ([`Header::validate`]: every length — features and `x_scaler` vs
+//! the input width, `y_scaler`, `classes` vs the output width, the payload's rows, columns
+//! and d vs the network and guide — and every value a prediction uses) before anything is
+//! used, and every payload value must be finite. Writing refuses a header or payload with a
+//! non-finite number (JSON would turn it into `null`, and the file could never be read).
+
+use std::io::Write;
+use std::path::Path;
+
+use anyhow::{anyhow, bail, Context, Result};
+use serde::{Deserialize, Serialize};
+use serde_json::Value;
+use smi::GuideSettings;
+use smi::{Matrix, Method, Mixture, Posterior};
+use smi_models::{Activation, Noise};
+
+use super::csv_input::show;
+
+/// The `magic` value of every model file.
+pub const MAGIC: &str = "smi-model";
+/// The format version this program writes and reads.
+pub const FORMAT_VERSION: u64 = 1;
+/// The longest header accepted (a guard against reading a huge non-model file as a header).
+const MAX_HEADER: usize = 64 << 20;
+
+/// Regression or classification.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize, clap::ValueEnum)]
+#[serde(rename_all = "snake_case")]
+pub enum Task {
+    /// Gaussian likelihood on a numeric target.
+    Regression,
+    /// Categorical likelihood over the target's classes.
+    Classification,
+}
+
+impl Task {
+    /// Lower-case name.
+    pub fn name(self) -> &'static str {
+        match self {
+            Task::Regression => "regression",
+            Task::Classification => "classification",
+        }
+    }
+}
+
+/// The network and likelihood.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct Architecture {
+    /// Layer widths: inputs, hidden layers…, outputs (1 for regression, C for classification).
+    pub sizes: Vec<usize>,
+    /// Hidden-layer nonlinearity.
+    pub activation: Activation,
+    /// Observation noise (regression only).
+    pub noise: Option<Noise>,
+    /// Standard deviation of the N(0, s²) weight prior.
+    pub prior_scale: f64,
+}
+
+/// An affine standardisation: z = (v − mean) / std per column.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct Scaler {
+    /// Training means.
+    pub mean: Vec<f64>,
+    /// Training standard deviations (ddof 0; 1 for a constant column).
+    pub std: Vec<f64>,
+}
+
+/// How the model was fitted.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct Settings {
+    /// Adam's learning rate (`None` for NUTS).
+    pub lr: Option<f64>,
+    /// `"fixed"` or `"auto"` (grid search on the validation split).
+    pub lr_mode: String,
+    /// Under `--lr auto`: (learning rate, validation score) of each grid point; a diverged run
+    /// has score `null`.
+    pub lr_grid: Vec<(f64, Option<f64>)>,
+    /// Step budget.
+    pub max_steps: u64,
+    /// Particles m (SMI/SVGD/ASVGD).
+    pub particles: usize,
+    /// ELBO draws S per particle (SMI).
+    pub elbo_draws: usize,
+    /// Mini-batch rows (`None`: full data).
+    pub batch_size: Option<usize>,
+    /// Early stopping on the force norm (Stein methods).
+    pub early_stopping: bool,
+    /// Uniform(−r, r) initialisation radius.
+    pub init_radius: f64,
+    /// The seed of the fit (prediction draws derive theirs from it).
+    pub seed: u64,
+    /// Fraction of rows held out for validation (`None`: none).
+    pub validation: Option<f64>,
+    /// NUTS warm-up iterations and draws.
+    pub nuts_warmup: usize,
+    /// NUTS draws kept.
+    pub nuts_draws: usize,
+}
+
+/// What the fit did.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct Training {
+    /// Rows the model was fitted on.
+    pub rows: usize,
+    /// Rows held out for validation.
+    pub validation_rows: usize,
+    /// Steps run (NUTS: warm-up + draws).
+    pub steps: u64,
+    /// Training seconds.
+    pub seconds: f64,
+    /// Whether early stopping ended the run.
+    pub early_stopped: bool,
+    /// The loss of the last step.
+    pub final_loss: Option<f64>,
+}
+
+/// Validation metrics (`None` for a metric that does not apply or was not finite).
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+pub struct Metrics {
+    /// Mean negative log predictive density (regression: mixture NLL in target units;
+    /// classification: −mean log of the draw-averaged probability of the true class).
+    pub nll: Option<f64>,
+    /// Regression: RMSE of the predictive mean.
+    pub rmse: Option<f64>,
+    /// Classification: accuracy of the most probable class.
+    pub accuracy: Option<f64>,
+    /// Regression: fraction of targets inside the central predictive interval of mass
+    /// `interval`.
+    pub coverage: Option<f64>,
+    /// The mass of that interval.
+    pub interval: Option<f64>,
+}
+
+/// Which matrix the payload is.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum PayloadKind {
+    /// The fitted guide's particles.
+    Particles,
+    /// NUTS draws.
+    Draws,
+}
+
+/// Shape of the payload.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct Payload {
+    /// Particles or draws.
+    pub kind: PayloadKind,
+    /// The guide of the particles (`None` for draws).
+    pub guide: Option<GuideSettings>,
+    /// Number of rows (particles or draws).
+    pub rows: usize,
+    /// Values per row.
+    pub cols: usize,
+    /// d, the model dimension.
+    pub dim: usize,
+    /// Always `"f64-le"`.
+    pub encoding: String,
+}
+
+/// The JSON header.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct Header {
+    /// Always [`MAGIC`].
+    pub magic: String,
+    /// Always [`FORMAT_VERSION`] when written by this program.
+    pub format_version: u64,
+    /// The writing program's version.
+    pub smi_version: String,
+    /// Regression or classification.
+    pub task: Task,
+    /// The inference method's name.
+    pub method: String,
+    /// Network and likelihood.
+    pub architecture: Architecture,
+    /// Target column name.
+    pub target: String,
+    /// Feature column names, in input order.
+    pub features: Vec<String>,
+    /// Input standardisation.
+    pub x_scaler: Scaler,
+    /// Target standardisation (regression).
+    pub y_scaler: Option<Scaler>,
+    /// Class names (classification).
+    pub classes: Option<Vec<String>>,
+    /// How it was fitted.
+    pub settings: Settings,
+    /// What the fit did.
+    pub training: Training,
+    /// Validation metrics.
+    pub validation: Option<Metrics>,
+    /// Payload shape.
+    pub payload: Payload,
+    /// `"crc32:xxxxxxxx"` of the file without this member (see the module docs); `None` in
+    /// files written before checksums, and while a header is built.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub checksum: Option<String>,
+}
+
+mod validate;
+
+pub use validate::network_dim;
+use validate::{first_non_finite, parse_checksum};
+
+/// A model: header and payload.
+#[derive(Clone, Debug)]
+pub struct ModelFile {
+    /// The header.
+    pub header: Header,
+    /// The payload matrix (`payload.rows × payload.cols`).
+    pub payload: Matrix,
+}
+
+impl ModelFile {
+    /// A model file for `fitted` (the payload fields of `header` are filled in here).
+    pub fn new(mut header: Header, fitted: &Posterior, dim: usize) -> Self {
+        let (kind, guide, m) = match fitted {
+            Posterior::Mixture(p) => (
+                PayloadKind::Particles,
+                Some(p.guide()),
+                p.particles().clone(),
+            ),
+            Posterior::Draws(d) => (PayloadKind::Draws, None, d.clone()),
+        };
+        header.payload = Payload {
+            kind,
+            guide,
+            rows: m.rows(),
+            cols: m.cols(),
+            dim,
+            encoding: "f64-le".to_string(),
+        };
+        ModelFile { header, payload: m }
+    }
+
+    /// The fitted approximation the payload holds.
+    pub fn fitted(&self) -> Result<Posterior> {
+        let p = &self.header.payload;
+        match (p.kind, p.guide) {
+            (PayloadKind::Particles, Some(guide)) => Ok(Posterior::Mixture(
+                Mixture::new(guide, self.payload.clone(), p.dim)
+                    .map_err(|e| anyhow!("corrupt model file: {e}"))?,
+            )),
+            (PayloadKind::Draws, _) => Ok(Posterior::Draws(self.payload.clone())),
+            (PayloadKind::Particles, None) => {
+                bail!("corrupt model header: particles without a guide")
+            }
+        }
+    }
+
+    /// Serialises to bytes, with the checksum.
+    ///
+    /// # Errors
+    /// A non-finite number in the header or the payload (the fit diverged, or a value JSON
+    /// cannot hold), a header inconsistent with the payload.
+    pub fn to_bytes(&self) -> Result<Vec<u8>> {
+        if let Some(field) = self.header.non_finite_field() {
+            bail!(
+                "cannot save the model: {field} holds a value that is not a finite number (a \
+                 model file holds only finite numbers)"
+            );
+        }
+        if let Some((r, c, v)) = first_non_finite(&self.payload) {
+            bail!(
+                "cannot save the model: the fitted parameters are not finite (row {}, column {} \
+                 is {v}): the fit diverged; refit with a smaller --lr",
+                r + 1,
+                c + 1
+            );
+        }
+        self.header
+            .validate()
+            .context("cannot save the model: the header is inconsistent")?;
+        let p = &self.header.payload;
+        if (p.rows, p.cols) != (self.payload.rows(), self.payload.cols()) {
+            bail!(
+                "cannot save the model: the header says {} × {} but the payload is {} × {}",
+                p.rows,
+                p.cols,
+                self.payload.rows(),
+                self.payload.cols()
+            );
+        }
+        let mut header = self.header.clone();
+        header.checksum = None;
+        let json = serde_json::to_vec(&header).context("cannot encode the header")?;
+        let back: Option<Header> = serde_json::from_slice(&json).ok();
+        if back.as_ref() != Some(&header) {
+            bail!(
+                "cannot save the model: the header does not read back as it was written (a \
+                 value JSON cannot hold?)"
+            );
+        }
+        let mut body = Vec::with_capacity(self.payload.as_slice().len() * 8);
+        for v in self.payload.as_slice() {
+            body.extend_from_slice(&v.to_le_bytes());
+        }
+        let mut crc = crc32fast::Hasher::new();
+        crc.update(&json);
+        crc.update(b"\n");
+        crc.update(&body);
+        let member = format!(",\"checksum\":\"crc32:{:08x}\"}}", crc.finalize());
+        // `json` is an object: drop its closing brace, append the member (which closes it).
+        let mut out = Vec::with_capacity(json.len() + member.len() + 1 + body.len());
+        out.extend_from_slice(&json[..json.len() - 1]);
+        out.extend_from_slice(member.as_bytes());
+        out.push(b'\n');
+        out.extend_from_slice(&body);
+        Ok(out)
+    }
+
+    /// Parses bytes; `source` names them in errors. Verifies the checksum (when the file has
+    /// one), validates the header ([`Header::validate`]), the payload's size and that every
+    /// payload value is finite.
+    pub fn from_bytes(bytes: &[u8], source: &str) -> Result<Self> {
+        let not_model = |why: &str| anyhow!("{source} is not an smi model file ({why})");
+        let nl = bytes
+            .iter()
+            .take(MAX_HEADER)
+            .position(|&b| b == b'\n')
+            .ok_or_else(|| {
+                if bytes.is_empty() {
+                    not_model("the file is empty")
+                } else if bytes.starts_with(b"{\"magic\":\"smi-model\"") {
+                    anyhow!("{source} is truncated: the model header ends before its newline")
+                } else {
+                    not_model("no header line")
+                }
+            })?;
+        let (line, body) = (&bytes[..nl], &bytes[nl + 1..]);
+        let v: Value = serde_json::from_slice(line)
+            .map_err(|e| not_model(&format!("the header is not valid JSON: {e}")))?;
+        if v.get("magic").and_then(Value::as_str) != Some(MAGIC) {
+            return Err(not_model("the header has no \"magic\": \"smi-model\""));
+        }
+        match v.get("format_version").and_then(Value::as_u64) {
+            Some(FORMAT_VERSION) => {}
+            Some(other) => bail!(
+                "{source} is a model file of format version {other}; this smi ({}) reads \
+                 version {FORMAT_VERSION} only (refit the model with this version)",
+                smi_experiments::records::VERSION
+            ),
+            None => return Err(not_model("the header has no format_version")),
+        }
+        // The payload size the header claims, for telling a truncated file from a damaged one.
+        let claimed = || -> Option<u128> {
+            let p = v.get("payload")?;
+            let rows = p.get("rows")?.as_u64()? as u128;
+            let cols = p.get("cols")?.as_u64()? as u128;
+            rows.checked_mul(cols)?.checked_mul(8)
+        };
+        if let Some(c) = v.get("checksum") {
+            let text = c.as_str().unwrap_or_default();
+            let stored = parse_checksum(text).ok_or_else(|| {
+                anyhow!(
+                    "{source}: corrupt model header: the checksum {} is not \"crc32:\" and 8 \
+                     hex digits",
+                    show(&c.to_string())
+                )
+            })?;
+            let suffix = format!(",\"checksum\":\"{text}\"}}");
+            if !line.ends_with(suffix.as_bytes()) {
+                bail!(
+                    "{source}: corrupt model header: the checksum is not the header's last \
+                     member, where smi writes it"
+                );
+            }
+            let mut crc = crc32fast::Hasher::new();
+            crc.update(&line[..line.len() - suffix.len()]);
+            crc.update(b"}\n");
+            crc.update(body);
+            let computed = crc.finalize();
+            if computed != stored {
+                if let Some(want) = claimed().filter(|&w| (body.len() as u128) < w) {
+                    bail!(
+                        "{source} is truncated: the payload should have {want} bytes but only \
+                         {} are present",
+                        body.len()
+                    );
+                }
+                bail!(
+                    "{source} is corrupt: its checksum does not match its contents (stored \
+                     crc32 {stored:08x}, computed {computed:08x}); the file was changed or \
+                     damaged after smi wrote it"
+                );
+            }
+        }
+        let header: Header = serde_json::from_value(v)
+            .map_err(|e| anyhow!("{source}: corrupt model header: {e}"))?;
+        header
+            .validate()
+            .map_err(|e| anyhow!("{source}: inconsistent model header: {e}"))?;
+        let p = &header.payload;
+        // `validate` checked that this does not overflow.
+        let expected = p.rows.saturating_mul(p.cols).saturating_mul(8);
+        if body.len() < expected {
+            bail!(
+                "{source} is truncated: the payload should have {expected} bytes ({} × {} f64 \
+                 values) but only {} are present",
+                p.rows,
+                p.cols,
+                body.len()
+            );
+        }
+        if body.len() > expected {
+            bail!(
+                "{source} is corrupt: {} bytes follow the {expected}-byte payload",
+                body.len() - expected
+            );
+        }
+        let values: Vec<f64> = body
+            .chunks_exact(8)
+            .map(|c| f64::from_le_bytes(c.try_into().unwrap_or([0; 8])))
+            .collect();
+        let payload = Matrix::from_vec(p.rows, p.cols, values)
+            .map_err(|e| anyhow!("{source}: corrupt payload: {e}"))?;
+        if let Some((r, c, x)) = first_non_finite(&payload) {
+            bail!(
+                "{source} is corrupt: payload value at row {}, column {} is {x} (smi writes \
+                 only finite numbers)",
+                r + 1,
+                c + 1
+            );
+        }
+        Ok(ModelFile { header, payload })
+    }
+
+    /// Writes to `path` (through a temporary file renamed into place).
+    pub fn save(&self, path: &Path) -> Result<()> {
+        let bytes = self.to_bytes()?;
+        let tmp = path.with_extension("smi.tmp");
+        let mut f = std::fs::File::create(&tmp)
+            .with_context(|| format!("cannot create {}", tmp.display()))?;
+        f.write_all(&bytes)
+            .and_then(|_| f.sync_all())
+            .with_context(|| format!("cannot write {}", tmp.display()))?;
+        drop(f);
+        std::fs::rename(&tmp, path)
+            .with_context(|| format!("cannot move {} to {}", tmp.display(), path.display()))?;
+        Ok(())
+    }
+
+    /// Reads `path` ([`ModelFile::from_bytes`]); warns on stderr when the file has no
+    /// checksum (written before checksums), since damage to it cannot be detected.
+    pub fn load(path: &Path) -> Result<Self> {
+        let len = std::fs::metadata(path)
+            .with_context(|| format!("cannot read {}", path.display()))?
+            .len();
+        let limit = super::limits::memory_limit();
+        if len > limit {
+            bail!(
+                "{} is not an smi model file that fits in memory ({} bytes, more than this \
+                 machine's {})",
+                path.display(),
+                len,
+                super::limits::human(limit as u128)
+            );
+        }
+        let bytes =
+            std::fs::read(path).with_context(|| format!("cannot read {}", path.display()))?;
+        let m = Self::from_bytes(&bytes, &path.display().to_string())?;
+        if m.header.checksum.is_none() {
+            eprintln!(
+                "warning: {} has no checksum (written by an older smi), so damage to it cannot \
+                 be detected; refit the model to get a checked file",
+                path.display()
+            );
+        }
+        Ok(m)
+    }
+}
+
+/// `Some(v)` for a finite `v`.
+pub fn finite(v: f64) -> Option<f64> {
+    v.is_finite().then_some(v)
+}
+
+#[cfg(test)]
+pub(crate) mod tests;

@@ -1,0 +1,629 @@
+//! Tests of the model file: round trips, checksums, header validation and fuzz harnesses.
+
+use super::*;
+use proptest::prelude::*;
+
+/// A small regression model: 1 → 2 → 1 ReLU, learned noise, two Normal particles (d = 8).
+pub(crate) fn sample() -> ModelFile {
+    let header = Header {
+        magic: MAGIC.into(),
+        format_version: FORMAT_VERSION,
+        smi_version: "t".into(),
+        task: Task::Regression,
+        method: "smi".into(),
+        architecture: Architecture {
+            sizes: vec![1, 2, 1],
+            activation: Activation::Relu,
+            noise: Some(Noise::uci()),
+            prior_scale: 1.0,
+        },
+        target: "y".into(),
+        features: vec!["x".into()],
+        x_scaler: Scaler {
+            mean: vec![0.5],
+            std: vec![2.0],
+        },
+        y_scaler: None,
+        classes: None,
+        settings: Settings {
+            lr: Some(1e-3),
+            lr_mode: "fixed".into(),
+            lr_grid: vec![],
+            max_steps: 1,
+            particles: 2,
+            elbo_draws: 1,
+            batch_size: None,
+            early_stopping: true,
+            init_radius: 0.1,
+            seed: 0,
+            validation: None,
+            nuts_warmup: 0,
+            nuts_draws: 0,
+        },
+        training: Training {
+            rows: 1,
+            validation_rows: 0,
+            steps: 1,
+            seconds: 0.0,
+            early_stopped: false,
+            final_loss: None,
+        },
+        validation: None,
+        payload: Payload {
+            kind: PayloadKind::Draws,
+            guide: None,
+            rows: 0,
+            cols: 0,
+            dim: 0,
+            encoding: String::new(),
+        },
+        checksum: None,
+    };
+    // d = 1·2 + 2 + 2·1 + 1 + 1 (precision) = 8; Normal particles: 2 × 16.
+    let post = Mixture::new(
+        GuideSettings::normal(),
+        Matrix::from_fn(2, 16, |i, j| (i * 16 + j) as f64 * 0.25 - 1.0),
+        8,
+    )
+    .unwrap();
+    ModelFile::new(header, &Posterior::Mixture(post), 8)
+}
+
+/// A small classifier: 2 → 3 → 3 tanh, classes a, b, c, two SVGD point masses (d = 21).
+pub(crate) fn classifier() -> ModelFile {
+    let mut h = sample().header;
+    h.task = Task::Classification;
+    h.method = "svgd".into();
+    h.architecture = Architecture {
+        sizes: vec![2, 3, 3],
+        activation: Activation::Tanh,
+        noise: None,
+        prior_scale: 1.0,
+    };
+    h.target = "label".into();
+    h.features = vec!["u".into(), "v".into()];
+    h.x_scaler = Scaler {
+        mean: vec![0.0, 1.0],
+        std: vec![1.0, 3.0],
+    };
+    h.classes = Some(vec!["a".into(), "b".into(), "c".into()]);
+    let post = Mixture::new(
+        GuideSettings::Delta,
+        Matrix::from_fn(2, 21, |i, j| ((i * 21 + j) % 7) as f64 * 0.3 - 0.9),
+        21,
+    )
+    .unwrap();
+    ModelFile::new(h, &Posterior::Mixture(post), 21)
+}
+
+/// The header of `bytes` as JSON and the payload after it.
+pub(crate) fn split(bytes: &[u8]) -> (Value, Vec<u8>) {
+    let nl = bytes.iter().position(|&b| b == b'\n').unwrap();
+    (
+        serde_json::from_slice(&bytes[..nl]).unwrap(),
+        bytes[nl + 1..].to_vec(),
+    )
+}
+
+/// A file of header `v` and payload `body`, with a fresh checksum when `checksum` is set
+/// (as smi writes it), without one otherwise (as older versions wrote them).
+pub(crate) fn encode(v: &Value, body: &[u8], checksum: bool) -> Vec<u8> {
+    let mut v = v.clone();
+    if let Some(o) = v.as_object_mut() {
+        o.remove("checksum");
+    }
+    let json = serde_json::to_vec(&v).unwrap();
+    let mut out = json.clone();
+    if checksum && json.last() == Some(&b'}') {
+        let mut c = crc32fast::Hasher::new();
+        c.update(&json);
+        c.update(b"\n");
+        c.update(body);
+        out.pop();
+        let sep = if json.len() > 2 { "," } else { "" };
+        out.extend_from_slice(
+            format!("{sep}\"checksum\":\"crc32:{:08x}\"}}", c.finalize()).as_bytes(),
+        );
+    }
+    out.push(b'\n');
+    out.extend_from_slice(body);
+    out
+}
+
+/// `v` with the value at the JSON pointer `path` replaced by `new`, or removed when `new`
+/// is `None`.
+fn with(v: &Value, path: &str, new: Option<Value>) -> Value {
+    let mut v = v.clone();
+    let (parent, key) = path.rsplit_once('/').unwrap();
+    let obj = v.pointer_mut(parent).unwrap();
+    match (obj, new) {
+        (Value::Object(o), Some(n)) => {
+            o.insert(key.to_string(), n);
+        }
+        (Value::Object(o), None) => {
+            o.remove(key);
+        }
+        (Value::Array(a), Some(n)) => a[key.parse::<usize>().unwrap()] = n,
+        (Value::Array(a), None) => {
+            a.remove(key.parse::<usize>().unwrap());
+        }
+        _ => panic!("bad path {path}"),
+    }
+    v
+}
+
+/// Reads `bytes`; when that succeeds, uses the model the ways `smi predict` and
+/// `smi inspect` do, and saves it again. Any of these may fail, none may panic, and a
+/// model that saves must read back.
+pub(crate) fn exercise(bytes: &[u8]) -> Result<()> {
+    let m = ModelFile::from_bytes(bytes, "m")?;
+    let _ = super::super::inspect::summary(&m, "m");
+    if let Ok(again) = m.to_bytes() {
+        let back = ModelFile::from_bytes(&again, "m").expect("a saved model reads back");
+        assert_eq!(back.payload, m.payload);
+    }
+    let h = &m.header;
+    let fitted = m.fitted()?;
+    let cols = h.features.len();
+    let x = Matrix::from_fn(3, cols, |i, j| (i as f64 - 1.0) * (j as f64 + 0.5));
+    match h.task {
+        Task::Regression => {
+            let y = [0.0, 1.0, -2.0];
+            let o = super::super::predict::predict_regression(h, &fitted, &x, 3, 0.9, 1, Some(&y))?;
+            let _ = super::super::predict::regression_metrics(&o, &y, 0.9);
+        }
+        Task::Classification => {
+            let o = super::super::predict::predict_classes(h, &fitted, &x, 3, 1)?;
+            let _ = super::super::predict::class_metrics(&o, &[0, 1, 0]);
+        }
+    }
+    Ok(())
+}
+
+#[test]
+fn round_trip_and_errors() {
+    let m = sample();
+    let b = m.to_bytes().unwrap();
+    let back = ModelFile::from_bytes(&b, "m").unwrap();
+    let sum = back.header.checksum.clone().expect("a checksum");
+    assert!(parse_checksum(&sum).is_some(), "{sum}");
+    let line =
+        String::from_utf8_lossy(&b[..b.iter().position(|&c| c == b'\n').unwrap()]).into_owned();
+    assert!(
+        line.ends_with(&format!(",\"checksum\":\"{sum}\"}}")),
+        "{line}"
+    );
+    assert_eq!(
+        back.header,
+        Header {
+            checksum: Some(sum),
+            ..m.header.clone()
+        }
+    );
+    assert_eq!(back.payload, m.payload);
+    let e = ModelFile::from_bytes(&b[..b.len() - 5], "m").unwrap_err();
+    assert!(e.to_string().contains("truncated"), "{e}");
+    let e = ModelFile::from_bytes(&b[..20], "m").unwrap_err();
+    assert!(e.to_string().contains("truncated"), "{e}");
+    let e = ModelFile::from_bytes(b"hello\nworld", "m").unwrap_err();
+    assert!(e.to_string().contains("not an smi model"), "{e}");
+    let s = String::from_utf8_lossy(&b).replacen("\"format_version\":1", "\"format_version\":7", 1);
+    let e = ModelFile::from_bytes(s.as_bytes(), "m").unwrap_err();
+    assert!(e.to_string().contains("version 7"), "{e}");
+    let mut c = b.clone();
+    c[30] = b'#';
+    assert!(ModelFile::from_bytes(&c, "m").is_err());
+    assert!(ModelFile::from_bytes(b"", "m").is_err());
+    let c = classifier().to_bytes().unwrap();
+    exercise(&c).unwrap();
+    exercise(&b).unwrap();
+}
+
+/// Any flipped bit of the payload, or a changed value in the header, fails the checksum.
+#[test]
+fn flipped_bytes_fail_the_checksum() {
+    let b = sample().to_bytes().unwrap();
+    let nl = b.iter().position(|&c| c == b'\n').unwrap();
+    for i in [nl + 1, nl + 9, b.len() / 2 + nl / 2, b.len() - 1] {
+        for bit in [0, 3, 7] {
+            let mut c = b.clone();
+            c[i] ^= 1 << bit;
+            let e = ModelFile::from_bytes(&c, "m.smi").unwrap_err().to_string();
+            assert!(
+                e.contains("m.smi is corrupt: its checksum does not match"),
+                "byte {i} bit {bit}: {e}"
+            );
+        }
+    }
+    // A header value changed by hand (the standardisation of the input): still valid JSON
+    // and a consistent header, caught by the checksum alone.
+    let text = String::from_utf8(b[..nl].to_vec()).unwrap();
+    let edited = text.replacen("\"std\":[2.0]", "\"std\":[3.0]", 1);
+    assert_ne!(edited, text);
+    let mut c = edited.into_bytes();
+    c.extend_from_slice(&b[nl..]);
+    let e = ModelFile::from_bytes(&c, "m").unwrap_err().to_string();
+    assert!(e.contains("checksum does not match"), "{e}");
+    // A bad or misplaced checksum member.
+    let (v, body) = split(&b);
+    let bad = with(&v, "/checksum", Some(Value::from("crc32:xyz")));
+    let mut c = serde_json::to_vec(&bad).unwrap();
+    c.push(b'\n');
+    c.extend_from_slice(&body);
+    let e = ModelFile::from_bytes(&c, "m").unwrap_err().to_string();
+    assert!(e.contains("is not \"crc32:\" and 8 hex digits"), "{e}");
+    let moved = text.replacen(
+        "{\"magic\"",
+        &format!(
+            "{{\"checksum\":\"{}\",\"magic\"",
+            v["checksum"].as_str().unwrap()
+        ),
+        1,
+    );
+    let moved = moved.replacen(
+        &format!(",\"checksum\":\"{}\"}}", v["checksum"].as_str().unwrap()),
+        "}",
+        1,
+    );
+    let mut c = moved.into_bytes();
+    c.extend_from_slice(&b[nl..]);
+    let e = ModelFile::from_bytes(&c, "m").unwrap_err().to_string();
+    assert!(e.contains("not the header's last member"), "{e}");
+}
+
+/// Files written before checksums are read (the caller warns), and still validated.
+#[test]
+fn files_without_a_checksum_are_read_and_validated() {
+    for m in [sample(), classifier()] {
+        let (v, body) = split(&m.to_bytes().unwrap());
+        let old = encode(&v, &body, false);
+        let back = ModelFile::from_bytes(&old, "m").unwrap();
+        assert_eq!(back.header.checksum, None);
+        assert_eq!(back.payload, m.payload);
+        exercise(&old).unwrap();
+    }
+    // A damaged payload of an old file: named as such, not taken for a diverged fit.
+    let (v, mut body) = split(&sample().to_bytes().unwrap());
+    body[16..24].copy_from_slice(&f64::NAN.to_le_bytes());
+    let e = ModelFile::from_bytes(&encode(&v, &body, false), "m")
+        .unwrap_err()
+        .to_string();
+    assert!(
+        e.contains("m is corrupt: payload value at row 1, column 3 is NaN"),
+        "{e}"
+    );
+    let (v, body) = split(&sample().to_bytes().unwrap());
+    let e = ModelFile::from_bytes(
+        &encode(
+            &with(
+                &v,
+                "/y_scaler",
+                Some(serde_json::json!({"mean": [], "std": []})),
+            ),
+            &body,
+            false,
+        ),
+        "m",
+    )
+    .unwrap_err()
+    .to_string();
+    assert!(e.contains("y_scaler has 0 means"), "{e}");
+}
+
+/// Every inconsistent header is a clear error naming what is wrong, with or without a
+/// valid checksum.
+#[test]
+fn inconsistent_headers_are_clear_errors() {
+    use serde_json::json;
+    let reg = split(&sample().to_bytes().unwrap());
+    let cls = split(&classifier().to_bytes().unwrap());
+    // (model, JSON pointer, new value or None to remove, what the error must say)
+    type Case<'a> = (&'a (Value, Vec<u8>), &'a str, Option<Value>, &'a str);
+    let cases: Vec<Case> = vec![
+        (&reg, "/y_scaler", Some(json!({"mean": [], "std": []})), "y_scaler has 0 means and 0 stds, but the model has 1 target"),
+        (&reg, "/y_scaler", Some(json!({"mean": [1.0], "std": [0.0]})), "y_scaler.std holds a value that is not a positive"),
+        (&reg, "/x_scaler", Some(json!({"mean": [], "std": []})), "x_scaler has 0 means and 0 stds, but the model has 1 inputs"),
+        (&reg, "/x_scaler/std", Some(json!([-1.0])), "x_scaler.std holds a value that is not a positive"),
+        (&reg, "/x_scaler/std", Some(json!([null])), "corrupt model header"),
+        (&reg, "/features", Some(json!(["x", "z"])), "2 feature names for a network with 1 inputs"),
+        (&reg, "/architecture/sizes", Some(json!([1, 3, 1])), "payload.dim is 8 but the network (architecture.sizes [1, 3, 1]) has d = 11"),
+        (&reg, "/architecture/sizes", Some(json!([1, 2, 2])), "a regression network has one output"),
+        (&reg, "/architecture/sizes", Some(json!([1])), "must hold an input width"),
+        (&reg, "/architecture/sizes", Some(json!([1, 0, 1])), "none zero"),
+        (&reg, "/architecture/sizes", Some(json!([1, usize::MAX, usize::MAX, 1])), "the parameter count overflows"),
+        (&reg, "/architecture/noise", None, "a regression model without a noise model"),
+        (&reg, "/architecture/noise", Some(json!({"Fixed": -1.0})), "the noise scale -1 is not a positive number"),
+        (&reg, "/architecture/prior_scale", Some(json!(0.0)), "architecture.prior_scale 0 is not a positive number"),
+        (&reg, "/classes", Some(json!(["a"])), "a regression model with class names"),
+        (&reg, "/method", Some(json!("nuts")), "method nuts with a payload of particles"),
+        (&reg, "/method", Some(json!("magic")), "unknown method \"magic\""),
+        (&reg, "/payload/dim", Some(json!(9)), "payload.dim is 9 but"),
+        (&reg, "/payload/cols", Some(json!(8)), "the payload has 8 values per row, but Normal particles (2d) of a network with d = 8 have 16"),
+        (&reg, "/payload/rows", Some(json!(0)), "the payload has no rows"),
+        (&reg, "/payload/rows", Some(json!(3)), "truncated"),
+        (&reg, "/payload/rows", Some(json!(1)), "bytes follow the 128-byte payload"),
+        (&reg, "/payload/rows", Some(json!(usize::MAX)), "the payload size"),
+        (&reg, "/payload/guide", None, "particles without a guide"),
+        (&reg, "/payload/kind", Some(json!("draws")), "NUTS draws with a guide"),
+        (&reg, "/payload/encoding", Some(json!("f32-be")), "unknown payload encoding \"f32-be\""),
+        (&cls, "/classes", Some(json!(["a", "b"])), "2 class names (classes) for a network with 3 outputs"),
+        (&cls, "/classes", Some(json!(["a", "b", "c", "d"])), "4 class names (classes) for a network with 3 outputs"),
+        (&cls, "/classes", Some(json!(["a", "b", "a"])), "the class \"a\" is listed twice"),
+        (&cls, "/classes", None, "a classifier without class names"),
+        (&cls, "/y_scaler", Some(json!({"mean": [0.0], "std": [1.0]})), "a classifier with a target scaler"),
+        (&cls, "/architecture/noise", Some(json!({"Fixed": 1.0})), "a classifier with a noise model"),
+        (&cls, "/features", Some(json!(["u", "u"])), "the feature \"u\" is listed twice"),
+        (&cls, "/payload/guide", Some(json!({"kind": "normal", "init_scale": 0.1})), "values per row, but Normal particles (2d)"),
+    ];
+    for (i, ((v, body), path, new, want)) in cases.into_iter().enumerate() {
+        let changed = with(v, path, new);
+        for checksum in [true, false] {
+            let bytes = encode(&changed, body, checksum);
+            let e = match ModelFile::from_bytes(&bytes, "m.smi") {
+                Ok(_) => panic!("case {i} ({path}) was accepted"),
+                Err(e) => e.to_string(),
+            };
+            assert!(e.contains(want), "case {i} ({path}): {want:?} not in {e:?}");
+            assert!(e.starts_with("m.smi"), "case {i}: {e}");
+        }
+    }
+}
+
+/// A header or payload with a non-finite number is refused when saving, naming it.
+#[test]
+fn non_finite_numbers_are_never_written() {
+    let mut m = sample();
+    m.header.x_scaler.std[0] = f64::INFINITY;
+    let e = m.to_bytes().unwrap_err().to_string();
+    assert!(
+        e.contains("x_scaler.std holds a value that is not a finite number"),
+        "{e}"
+    );
+    let mut m = sample();
+    m.header.training.seconds = f64::NAN;
+    let e = m.to_bytes().unwrap_err().to_string();
+    assert!(e.contains("training.seconds"), "{e}");
+    let mut m = sample();
+    m.header.y_scaler = Some(Scaler {
+        mean: vec![f64::NAN],
+        std: vec![1.0],
+    });
+    assert!(m
+        .to_bytes()
+        .unwrap_err()
+        .to_string()
+        .contains("y_scaler.mean"));
+    let mut m = sample();
+    m.payload = Matrix::from_fn(2, 16, |i, j| {
+        if (i, j) == (1, 4) {
+            f64::NEG_INFINITY
+        } else {
+            0.0
+        }
+    });
+    let e = m.to_bytes().unwrap_err().to_string();
+    assert!(
+        e.contains("not finite (row 2, column 5 is -inf): the fit diverged"),
+        "{e}"
+    );
+    let mut m = sample();
+    m.header.classes = Some(vec!["a".into()]);
+    let e = format!("{:#}", m.to_bytes().unwrap_err());
+    assert!(
+        e.contains("inconsistent") && e.contains("class names"),
+        "{e}"
+    );
+}
+
+/// The proptest configuration: 256 cases unless `PROPTEST_CASES` says otherwise.
+pub(crate) fn config() -> ProptestConfig {
+    let mut c = ProptestConfig::with_cases(256);
+    if let Some(n) = std::env::var("PROPTEST_CASES")
+        .ok()
+        .and_then(|v| v.parse().ok())
+    {
+        c.cases = n;
+    }
+    c
+}
+
+/// Leaf paths of the header that a mutation may replace.
+const PATHS: [&str; 24] = [
+    "/task",
+    "/method",
+    "/architecture/sizes",
+    "/architecture/sizes/0",
+    "/architecture/sizes/1",
+    "/architecture/activation",
+    "/architecture/noise",
+    "/architecture/prior_scale",
+    "/features",
+    "/x_scaler/mean",
+    "/x_scaler/std",
+    "/x_scaler/std/0",
+    "/y_scaler",
+    "/classes",
+    "/payload/kind",
+    "/payload/guide",
+    "/payload/rows",
+    "/payload/cols",
+    "/payload/dim",
+    "/payload/encoding",
+    "/settings/seed",
+    "/training",
+    "/validation",
+    "/format_version",
+];
+
+/// Arbitrary JSON values of the kinds a header holds, small and extreme.
+fn json_value() -> impl Strategy<Value = Value> {
+    let leaf = prop_oneof![
+        Just(Value::Null),
+        any::<bool>().prop_map(Value::from),
+        any::<u64>().prop_map(Value::from),
+        (0u64..40).prop_map(Value::from),
+        any::<i64>().prop_map(Value::from),
+        any::<f64>()
+            .prop_map(|f| serde_json::Number::from_f64(f).map_or(Value::Null, Value::Number)),
+        prop::sample::select(vec![0.0, -1.0, 1e-300, 1e300, f64::MAX, 0.5]).prop_map(Value::from),
+        prop::sample::select(vec![
+            "a",
+            "",
+            "smi",
+            "nuts",
+            "svgd",
+            "draws",
+            "particles",
+            "regression",
+            "classification",
+            "Tanh",
+            "f64-le",
+            "crc32:00000000"
+        ])
+        .prop_map(Value::from),
+    ];
+    leaf.prop_recursive(2, 12, 4, |inner| {
+        prop_oneof![
+            prop::collection::vec(inner.clone(), 0..4).prop_map(Value::from),
+            prop::collection::vec(
+                (
+                    prop::sample::select(vec![
+                        "mean",
+                        "std",
+                        "kind",
+                        "init_scale",
+                        "Fixed",
+                        "shape",
+                        "rate"
+                    ]),
+                    inner
+                ),
+                0..3
+            )
+            .prop_map(|kv| Value::Object(
+                kv.into_iter().map(|(k, v)| (k.to_string(), v)).collect()
+            )),
+        ]
+    })
+}
+
+/// Finite numbers, ordinary and extreme.
+fn finite_f64() -> impl Strategy<Value = f64> {
+    prop_oneof![
+        -10.0..10.0f64,
+        prop::sample::select(vec![
+            0.0,
+            -0.0,
+            1e-300,
+            -1e-300,
+            5e-324,
+            1e300,
+            -1e300,
+            f64::MAX,
+            f64::MIN,
+            700.0,
+            -700.0,
+        ]),
+        any::<f64>().prop_filter("finite", |v| v.is_finite()),
+    ]
+}
+proptest! {
+    #![proptest_config(config())]
+
+    /// Arbitrary bytes: an error or a model, never a panic.
+    #[test]
+    fn arbitrary_bytes_never_panic(bytes in prop::collection::vec(any::<u8>(), 0..600)) {
+        let _ = exercise(&bytes);
+        let mut with_magic = b"{\"magic\":\"smi-model\",\"format_version\":1,".to_vec();
+        with_magic.extend_from_slice(&bytes);
+        let _ = exercise(&with_magic);
+    }
+
+    /// A valid file with bytes replaced, cut or inserted: an error or a model that
+    /// predicts, never a panic.
+    #[test]
+    fn mutated_files_never_panic(
+        which in any::<bool>(),
+        edits in prop::collection::vec((any::<prop::sample::Index>(), any::<u8>()), 0..4),
+        cut in prop::option::of(any::<prop::sample::Index>()),
+        insert in prop::option::of((any::<prop::sample::Index>(), prop::collection::vec(any::<u8>(), 1..8))),
+        checksum in any::<bool>(),
+    ) {
+        let m = if which { sample() } else { classifier() };
+        let (v, body) = split(&m.to_bytes().unwrap());
+        let mut b = encode(&v, &body, checksum);
+        for (i, x) in edits {
+            let i = i.index(b.len());
+            b[i] = x;
+        }
+        if let Some((i, ins)) = insert {
+            let i = i.index(b.len());
+            b.splice(i..i, ins);
+        }
+        if let Some(c) = cut {
+            b.truncate(c.index(b.len() + 1));
+        }
+        let _ = exercise(&b);
+    }
+
+    /// A well-formed header and payload with extreme finite numbers in the scalers, the
+    /// prior, the noise and the parameters, re-signed: the model reads, and predicting
+    /// with it gives predictions or an error, never a panic.
+    #[test]
+    fn extreme_values_never_panic(
+        which in any::<bool>(),
+        values in prop::collection::vec(finite_f64(), 8),
+        payload in prop::collection::vec((any::<prop::sample::Index>(), finite_f64()), 0..6),
+        y_scaled in any::<bool>(),
+    ) {
+        let mut m = if which { sample() } else { classifier() };
+        let h = &mut m.header;
+        h.x_scaler.mean[0] = values[0];
+        h.x_scaler.std[0] = values[1].abs().max(f64::MIN_POSITIVE);
+        h.architecture.prior_scale = values[2].abs().max(f64::MIN_POSITIVE);
+        if h.task == Task::Regression {
+            h.architecture.noise = Some(Noise::GammaPrecision {
+                shape: values[3].abs().max(1e-300),
+                rate: values[4].abs().max(1e-300),
+            });
+            if y_scaled {
+                h.y_scaler = Some(Scaler {
+                    mean: vec![values[5]],
+                    std: vec![values[6].abs().max(f64::MIN_POSITIVE)],
+                });
+            }
+        }
+        let mut p = m.payload.as_slice().to_vec();
+        for (i, v) in payload {
+            let i = i.index(p.len());
+            p[i] = v;
+        }
+        m.payload = Matrix::from_vec(m.payload.rows(), m.payload.cols(), p).unwrap();
+        let bytes = m.to_bytes().expect("finite values save");
+        prop_assert!(ModelFile::from_bytes(&bytes, "m").is_ok());
+        let _ = exercise(&bytes);
+    }
+
+    /// A header with fields replaced by arbitrary JSON, re-signed with a valid checksum
+    /// (so that the validation, not the checksum, has to catch it), or without one: an
+    /// error or a model that predicts, never a panic.
+    #[test]
+    fn mutated_headers_never_panic(
+        which in any::<bool>(),
+        changes in prop::collection::vec((prop::sample::select(PATHS.to_vec()), prop::option::of(json_value())), 1..4),
+        checksum in any::<bool>(),
+    ) {
+        let m = if which { sample() } else { classifier() };
+        let (mut v, body) = split(&m.to_bytes().unwrap());
+        for (path, new) in changes {
+            if let Some((parent, _)) = path.rsplit_once('/') {
+                if matches!(v.pointer(parent), Some(Value::Object(_)))
+                    || matches!(v.pointer(parent), Some(Value::Array(a)) if path.rsplit('/').next().and_then(|k| k.parse::<usize>().ok()).is_some_and(|k| k < a.len()))
+                {
+                    v = with(&v, path, new);
+                }
+            }
+        }
+        let _ = exercise(&encode(&v, &body, checksum));
+    }
+}
