@@ -17,6 +17,12 @@ fn write(dir: &Path, name: &str, text: &str) -> PathBuf {
     path
 }
 
+/// Writes the small regression training set of the tests (60 rows, target `y`) to
+/// `dir/train.csv` and returns the path.
+fn small_train(dir: &Path) -> PathBuf {
+    write(dir, "train.csv", &regression_csv(60, 0.1, 9, Some(4)))
+}
+
 /// Small, fast fit options.
 const QUICK: &str = "--hidden 4 --elbo-draws 2 --max-steps 5";
 
@@ -31,6 +37,15 @@ fn fails_cleanly(args: &[&str], needles: &[&str]) -> String {
         "smi {args:?} did not exit with status 1:\n{err}"
     );
     err
+}
+
+/// [`fails_cleanly`] for `smi fit` of `csv` on `target` with the [`QUICK`] options, saving to
+/// `model`; returns stderr.
+fn quick_fit_fails(csv: &Path, model: &Path, target: &str, needles: &[&str]) -> String {
+    fails_cleanly(
+        &fit_args(csv, model, &format!("--target {target} {QUICK}")),
+        needles,
+    )
 }
 
 /// The header of a model file as JSON, and its payload.
@@ -76,8 +91,10 @@ fn a_bad_cell_in_a_numeric_target_is_reported_not_classified() {
     lines[41] = format!("{},{},NA", cells[0], cells[1]);
     let csv = write(dir, "na.csv", &(lines.join("\n") + "\n"));
     let model = dir.join("m.smi");
-    fails_cleanly(
-        &fit_args(&csv, &model, &format!("--target y {QUICK}")),
+    quick_fit_fails(
+        &csv,
+        &model,
+        "y",
         &[
             "regression target \"y\"",
             "line 42 (data row 41) \"NA\"",
@@ -137,8 +154,10 @@ fn an_unbalanced_quote_is_an_error_naming_its_line() {
         "a,b,label\n1,2,x\n3,4,\"y\n5,6,z\n7,8,x\n9,10,z\n",
     );
     let model = dir.join("m.smi");
-    fails_cleanly(
-        &fit_args(&csv, &model, &format!("--target label {QUICK}")),
+    quick_fit_fails(
+        &csv,
+        &model,
+        "label",
         &[
             "line 3",
             "column \"label\"",
@@ -147,8 +166,10 @@ fn an_unbalanced_quote_is_an_error_naming_its_line() {
     );
     // The same in a numeric column.
     let csv = write(dir, "n.csv", "a,b,y\n1,2,3\n\"4\n5,6,7\n8\",9,10\n");
-    fails_cleanly(
-        &fit_args(&csv, &model, &format!("--target y {QUICK}")),
+    quick_fit_fails(
+        &csv,
+        &model,
+        "y",
         &["line 3", "column \"a\"", "runs over 3 lines"],
     );
 }
@@ -203,7 +224,7 @@ fn values_beyond_1e154_fit_and_predict() {
 fn damaged_and_inconsistent_model_files_are_clear_errors() {
     let tmp = tempfile::tempdir().unwrap();
     let dir = tmp.path();
-    let train = write(dir, "train.csv", &regression_csv(60, 0.1, 9, Some(4)));
+    let train = small_train(dir);
     let reg = dir.join("reg.smi");
     ok(&fit_args(&train, &reg, &format!("--target y {QUICK}")));
     let (ex_train, _) = (classification_csv(60, 3), ());
@@ -313,7 +334,7 @@ fn damaged_and_inconsistent_model_files_are_clear_errors() {
 fn absurd_sizes_are_refused_before_allocating() {
     let tmp = tempfile::tempdir().unwrap();
     let dir = tmp.path();
-    let train = write(dir, "train.csv", &regression_csv(60, 0.1, 9, Some(4)));
+    let train = small_train(dir);
     let model = dir.join("m.smi");
     for (opts, flag) in [
         ("--hidden 100000000", "--hidden 100000000"),
@@ -354,7 +375,7 @@ fn absurd_sizes_are_refused_before_allocating() {
 fn bad_options_and_late_or_long_errors() {
     let tmp = tempfile::tempdir().unwrap();
     let dir = tmp.path();
-    let train = write(dir, "train.csv", &regression_csv(60, 0.1, 9, Some(4)));
+    let train = small_train(dir);
     let model = dir.join("m.smi");
     fails_cleanly(
         &fit_args(&train, &model, "--target y --hidden 2,,2"),
@@ -368,10 +389,7 @@ fn bad_options_and_late_or_long_errors() {
     // A 5 MB cell: the message quotes its start and length only.
     let big = "9".repeat(2_500_000) + &"z".repeat(2_500_000);
     let csv = write(dir, "big.csv", &format!("x1,x2,y\n1,2,3\n{big},5,6\n"));
-    let err = fails_cleanly(
-        &fit_args(&csv, &model, &format!("--target y {QUICK}")),
-        &["line 3", "(5000000 characters)"],
-    );
+    let err = quick_fit_fails(&csv, &model, "y", &["line 3", "(5000000 characters)"]);
     // (Without the stack trace anyhow adds when RUST_BACKTRACE is set.)
     let message = err.split("Stack backtrace").next().unwrap_or_default();
     assert!(message.len() < 1000, "{} bytes of error", message.len());

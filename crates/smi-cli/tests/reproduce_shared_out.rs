@@ -9,6 +9,7 @@ use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
 
 use common::{fails, p, records, stderr};
+use tempfile::TempDir;
 
 /// Starts `smi args` twice at once and waits for both; returns their outputs.
 fn twice_at_once(args: &[&str]) -> [Output; 2] {
@@ -25,10 +26,17 @@ fn twice_at_once(args: &[&str]) -> [Output; 2] {
     [a, b].map(|c| c.wait_with_output().expect("cannot wait for smi"))
 }
 
-fn require_success(outs: &[Output]) {
-    for o in outs {
-        assert!(o.status.success(), "a run failed:\n{}", stderr(o));
+/// Runs `smi reproduce <experiment> --quick <extra> --data-dir DATA --out OUT` twice at once on
+/// one fresh folder OUT, requires both runs to succeed and returns the folder.
+fn quick_twice_at_once(experiment: &str, extra: &[&str], data: &Path) -> TempDir {
+    let dir = tempfile::tempdir().unwrap();
+    let mut args = vec!["reproduce", experiment, "--quick"];
+    args.extend_from_slice(extra);
+    args.extend(["--data-dir", p(data), "--out", p(dir.path())]);
+    for o in twice_at_once(&args) {
+        assert!(o.status.success(), "a run failed:\n{}", stderr(&o));
     }
+    dir
 }
 
 /// The distinct values of `f` over the records of `<out>/<name>.jsonl`, and the record count.
@@ -45,22 +53,8 @@ fn uci_data() -> Option<PathBuf> {
 #[test]
 fn two_uci_runs_on_one_folder_split_the_units() {
     let Some(data) = uci_data() else { return };
-    let dir = tempfile::tempdir().unwrap();
+    let dir = quick_twice_at_once("uci", &["--methods", "map,ovi", "--splits", "0-3"], &data);
     let out = dir.path();
-    let outs = twice_at_once(&[
-        "reproduce",
-        "uci",
-        "--quick",
-        "--methods",
-        "map,ovi",
-        "--splits",
-        "0-3",
-        "--data-dir",
-        p(&data),
-        "--out",
-        p(out),
-    ]);
-    require_success(&outs);
     let (units, recs) = distinct(out, "uci", |r| format!("{}|{}", r["split"], r["method"]));
     assert_eq!(units, 8, "every unit recorded");
     assert_eq!(recs, 8, "no unit computed twice");
@@ -71,18 +65,8 @@ fn two_mnist_runs_on_one_folder_split_the_units() {
     let Some(data) = common::data_dir("mnist/train-images-idx3-ubyte.gz", "MNIST") else {
         return;
     };
-    let dir = tempfile::tempdir().unwrap();
+    let dir = quick_twice_at_once("mnist", &[], &data);
     let out = dir.path();
-    let outs = twice_at_once(&[
-        "reproduce",
-        "mnist",
-        "--quick",
-        "--data-dir",
-        p(&data),
-        "--out",
-        p(out),
-    ]);
-    require_success(&outs);
     let (units, recs) = distinct(out, "mnist", |r| r["method"].to_string());
     assert_eq!(units, 5, "every unit recorded");
     assert_eq!(recs, 5, "no unit trained twice");

@@ -26,13 +26,37 @@ impl Features {
     }
 }
 
-/// Per-column affine standardisation `(x − mean) / std`.
+/// Per-column affine standardisation `(x − mean) / std`, which cannot overflow.
+///
+/// The textbook formulas overflow for values beyond about 1e154: (x − mean)² is infinite, so
+/// std is infinite and the inputs become NaN. Wherever the textbook mean, std or standardised
+/// value is not finite, it is computed again on the values divided by a power of two p (at most
+/// the column's largest |x| when fitting, at most std when applying) and multiplied back, so
+/// it stays finite for finite inputs; everywhere else the result is the textbook one, bit for
+/// bit.
 #[derive(Clone, Debug, PartialEq)]
 pub struct Standardizer {
     /// Column means of the fitting data.
     pub mean: Vec<f64>,
     /// Column population (ddof 0) standard deviations; 1 for constant columns.
     pub std: Vec<f64>,
+}
+
+/// The largest power of two at most |a|; 1 for zero, subnormal or non-finite `a`.
+fn pow2_floor(a: f64) -> f64 {
+    let p = f64::from_bits(a.abs().to_bits() & 0x7FF0_0000_0000_0000);
+    if p.is_normal() {
+        p
+    } else {
+        1.0
+    }
+}
+
+/// Mean and ddof-0 std of the `n` values `col()` divided by `p`, multiplied back by `p`.
+fn mean_std<I: Iterator<Item = f64>>(col: impl Fn() -> I, n: f64, p: f64) -> (f64, f64) {
+    let m = col().map(|v| v / p).sum::<f64>() / n;
+    let var = col().map(|v| (v / p - m) * (v / p - m)).sum::<f64>() / n;
+    (m * p, var.sqrt() * p)
 }
 
 impl Standardizer {
@@ -65,9 +89,14 @@ impl Standardizer {
                 std[c] = 1.0;
                 continue;
             }
-            let m = col().sum::<f64>() / n;
-            let var = col().map(|v| (v - m) * (v - m)).sum::<f64>() / n;
-            let s = var.sqrt();
+            let (mut m, mut s) = mean_std(col, n, 1.0);
+            if !(m.is_finite() && s.is_finite()) {
+                (m, s) = mean_std(
+                    col,
+                    n,
+                    pow2_floor(col().fold(0.0, |a: f64, v| a.max(v.abs()))),
+                );
+            }
             mean[c] = m;
             std[c] = if s == 0.0 { 1.0 } else { s };
         }
@@ -76,15 +105,39 @@ impl Standardizer {
 
     /// Standardises a row-major matrix with `self.mean.len()` columns in place.
     pub fn apply(&self, x: &mut [f64]) {
+        // Every value is standardised: a non-finite one does not stop it.
+        let _ = self.apply_until(x, false);
+    }
+
+    /// Standardises a row-major matrix with `self.mean.len()` columns in place, up to the first
+    /// value whose standardised value is not finite (a non-finite input, or one so far from the
+    /// mean that (x − mean)/std overflows).
+    ///
+    /// # Errors
+    /// `(row, column)` (0-based) of that value; it and the values after it are unchanged.
+    pub fn try_apply(&self, x: &mut [f64]) -> std::result::Result<(), (usize, usize)> {
+        self.apply_until(x, true)
+    }
+
+    fn apply_until(&self, x: &mut [f64], stop: bool) -> std::result::Result<(), (usize, usize)> {
         let cols = self.mean.len();
         if cols == 0 {
-            return;
+            return Ok(());
         }
-        for row in x.chunks_mut(cols) {
-            for ((v, m), s) in row.iter_mut().zip(&self.mean).zip(&self.std) {
-                *v = (*v - m) / s;
+        for (r, row) in x.chunks_mut(cols).enumerate() {
+            for (c, ((v, &m), &s)) in row.iter_mut().zip(&self.mean).zip(&self.std).enumerate() {
+                let mut z = (*v - m) / s;
+                if !z.is_finite() {
+                    let p = pow2_floor(s);
+                    z = (*v / p - m / p) / (s / p);
+                    if stop && !z.is_finite() {
+                        return Err((r, c));
+                    }
+                }
+                *v = z;
             }
         }
+        Ok(())
     }
 }
 
@@ -206,6 +259,75 @@ mod tests {
         assert!((y[0] + 1.5 / 1.25f64.sqrt()).abs() < 1e-15);
         assert!(Standardizer::fit(&x, 0, 2).is_err());
         assert!(Standardizer::fit(&x, 3, 2).is_err());
+    }
+
+    /// The textbook mean and ddof-0 std per column (constant columns get std 1), which
+    /// overflows beyond about 1e154.
+    fn textbook_fit(x: &[f64], rows: usize, cols: usize) -> (Vec<f64>, Vec<f64>) {
+        let n = rows as f64;
+        (0..cols)
+            .map(|c| {
+                let col = || x.iter().skip(c).step_by(cols).copied();
+                if col().all(|v| v == x[c]) {
+                    return (x[c], 1.0);
+                }
+                let m = col().sum::<f64>() / n;
+                let s = (col().map(|v| (v - m) * (v - m)).sum::<f64>() / n).sqrt();
+                (m, if s == 0.0 { 1.0 } else { s })
+            })
+            .unzip()
+    }
+
+    /// Bit-for-bit the textbook standardisation wherever that is finite.
+    #[test]
+    fn matches_the_textbook_standardisation() {
+        let x: Vec<f64> = (0..300)
+            .map(|i| ((i * 7919) % 1000) as f64 * 0.37 - 120.0 + (i % 3) as f64 * 1e-3)
+            .collect();
+        for cols in [1, 2, 3] {
+            let rows = x.len() / cols;
+            let x = &x[..rows * cols];
+            let s = Standardizer::fit(x, rows, cols).unwrap();
+            let (mean, std) = textbook_fit(x, rows, cols);
+            assert_eq!((&s.mean, &s.std), (&mean, &std));
+            let mut a = x.to_vec();
+            s.apply(&mut a);
+            let b: Vec<f64> = x
+                .iter()
+                .enumerate()
+                .map(|(i, v)| (v - mean[i % cols]) / std[i % cols])
+                .collect();
+            assert_eq!(a, b);
+        }
+        let c = Standardizer::fit(&[4.0, 4.0], 2, 1).unwrap();
+        assert_eq!((c.mean[0], c.std[0]), (4.0, 1.0));
+    }
+
+    /// Values far beyond 1e154 (where (x − mean)² overflows) give a finite standardiser and
+    /// finite standardised values.
+    #[test]
+    fn huge_values_do_not_overflow() {
+        let x = [1e300, -1e300, 3e307, 1.0, -f64::MAX, f64::MAX];
+        let (_, textbook_std) = textbook_fit(&x, x.len(), 1);
+        assert!(
+            !textbook_std[0].is_finite(),
+            "the textbook scaler overflows"
+        );
+        let s = Standardizer::fit(&x, x.len(), 1).unwrap();
+        assert!(s.mean[0].is_finite() && s.std[0].is_finite() && s.std[0] > 0.0);
+        let mut z = x.to_vec();
+        s.try_apply(&mut z).unwrap();
+        assert!(z.iter().all(|v| v.is_finite() && v.abs() < 3.0), "{z:?}");
+        // A value whose z-score is not representable is reported, not turned into inf.
+        let tiny = Standardizer {
+            mean: vec![0.0],
+            std: vec![1e-300],
+        };
+        let mut v = [1.0, 1e300];
+        assert_eq!(tiny.try_apply(&mut v), Err((1, 0)));
+        assert!(v[0].is_finite() && v[0] > 1e299 && v[1] == 1e300, "{v:?}");
+        tiny.apply(&mut v);
+        assert_eq!(v[1], f64::INFINITY);
     }
 
     #[test]

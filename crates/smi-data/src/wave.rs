@@ -299,24 +299,27 @@ mod tests {
         idx.iter().map(|&i| v[i]).collect()
     }
 
+    /// The set's x at `idx` are exactly `x`, its y within [`Y_TOL`] of `y`.
+    fn check_set(set: &WaveSet, idx: &[usize], x: &[f64], y: &[f64]) {
+        assert_eq!(pick(&set.x, idx), x);
+        check_y(&set.y, idx, y);
+    }
+
     #[test]
     fn train_matches_numpy() {
         let d = WaveData::generate(&WaveSettings::default()).unwrap();
         let idx = [0, 1, 19, 20, 39];
         assert_eq!(d.train.len(), 40);
-        assert_eq!(
-            pick(&d.train.x, &idx),
-            vec![
+        check_set(
+            &d.train,
+            &idx,
+            &[
                 -1.4738820184301327,
                 -1.4461097804015561,
                 -0.5195706257849265,
                 1.3080090236471942,
-                1.6446562873092683
-            ]
-        );
-        check_y(
-            &d.train.y,
-            &idx,
+                1.6446562873092683,
+            ],
             &[
                 -4.528757729976833,
                 -4.4413561826358325,
@@ -345,13 +348,10 @@ mod tests {
         let d = WaveData::generate(&s).unwrap();
         let idx = [0, 5, 19];
         assert_eq!(d.in_clusters.len(), 20);
-        assert_eq!(
-            pick(&d.in_clusters.x, &idx),
-            vec![-1.4799774408820148, -1.0848878138575087, 1.6842616231216954]
-        );
-        check_y(
-            &d.in_clusters.y,
+        check_set(
+            &d.in_clusters,
             &idx,
+            &[-1.4799774408820148, -1.0848878138575087, 1.6842616231216954],
             &[-4.582651056972848, -0.7152956049291337, 6.043450588001785],
         );
     }
@@ -360,18 +360,15 @@ mod tests {
     fn between_and_entire_match_numpy() {
         let d = WaveData::generate(&WaveSettings::default()).unwrap();
         let idx = [0, 1, 30, 59];
-        assert_eq!(
-            pick(&d.between.x, &idx),
-            vec![
+        check_set(
+            &d.between,
+            &idx,
+            &[
                 -0.4639593935876268,
                 -0.4529876331742388,
                 0.4500156008375892,
-                1.2647728735871322
-            ]
-        );
-        check_y(
-            &d.between.y,
-            &idx,
+                1.2647728735871322,
+            ],
             &[
                 -1.437414223334177,
                 -1.5102810889627014,
@@ -380,18 +377,15 @@ mod tests {
             ],
         );
         let idx = [0, 1, 60, 119];
-        assert_eq!(
-            pick(&d.entire.x, &idx),
-            vec![
+        check_set(
+            &d.entire,
+            &idx,
+            &[
                 -1.9825469058921312,
                 -1.9293171442311072,
                 0.059089353361061026,
-                1.9773831579639287
-            ]
-        );
-        check_y(
-            &d.entire.y,
-            &idx,
+                1.9773831579639287,
+            ],
             &[
                 -3.6865390469714123,
                 -4.064048705008617,

@@ -6,6 +6,7 @@
 use std::alloc::{GlobalAlloc, Layout, System};
 use std::cell::Cell;
 use std::io::Write;
+use std::path::Path;
 
 use smi_data::{read_idx_images, read_idx_labels, IMAGES_MAGIC, LABELS_MAGIC};
 
@@ -60,6 +61,36 @@ fn gz(bytes: &[u8]) -> Vec<u8> {
 
 const LIMIT: usize = 1 << 20;
 
+/// Writes `raw` as `<stem>.idx` and, gzip-compressed, as `<stem>.gz` in `dir`; `read` must fail
+/// on both with every limit, naming the file, while allocating less than [`LIMIT`] bytes at a
+/// time. `what` starts the failure messages.
+fn check_rejected(
+    dir: &Path,
+    stem: &str,
+    raw: &[u8],
+    limits: &[Option<usize>],
+    what: &str,
+    read: impl Fn(&Path, Option<usize>) -> smi_data::Result<()>,
+) {
+    for (name, bytes) in [
+        (format!("{stem}.idx"), raw.to_vec()),
+        (format!("{stem}.gz"), gz(raw)),
+    ] {
+        let p = dir.join(&name);
+        std::fs::write(&p, bytes).unwrap();
+        for &limit in limits {
+            let largest = largest_allocation(|| {
+                let msg = read(&p, limit).unwrap_err().to_string();
+                assert!(msg.contains(&name), "{msg}");
+            });
+            assert!(
+                largest < LIMIT,
+                "{what}{name} {limit:?}: allocated {largest} bytes"
+            );
+        }
+    }
+}
+
 #[test]
 fn huge_idx_headers_are_rejected_without_large_allocations() {
     let tmp = tempfile::tempdir().unwrap();
@@ -76,37 +107,26 @@ fn huge_idx_headers_are_rejected_without_large_allocations() {
             raw.extend_from_slice(&x.to_be_bytes());
         }
         raw.extend_from_slice(&[7u8; 100]);
-        for (name, bytes) in [("h.idx", raw.clone()), ("h.gz", gz(&raw))] {
-            let p = tmp.path().join(name);
-            std::fs::write(&p, bytes).unwrap();
-            for limit in [None, Some(10), Some(100_000)] {
-                let largest = largest_allocation(|| {
-                    let msg = read_idx_images(&p, limit).unwrap_err().to_string();
-                    assert!(msg.contains(name), "{msg}");
-                });
-                assert!(
-                    largest < LIMIT,
-                    "{count}×{rows}×{cols} {name} {limit:?}: allocated {largest} bytes"
-                );
-            }
-        }
+        let what = format!("{count}×{rows}×{cols} ");
+        check_rejected(
+            tmp.path(),
+            "h",
+            &raw,
+            &[None, Some(10), Some(100_000)],
+            &what,
+            |p, limit| read_idx_images(p, limit).map(drop),
+        );
     }
     let mut raw = Vec::new();
     raw.extend_from_slice(&LABELS_MAGIC.to_be_bytes());
     raw.extend_from_slice(&u32::MAX.to_be_bytes());
     raw.extend_from_slice(&[1u8; 100]);
-    for (name, bytes) in [("l.idx", raw.clone()), ("l.gz", gz(&raw))] {
-        let p = tmp.path().join(name);
-        std::fs::write(&p, bytes).unwrap();
-        for limit in [None, Some(1_000_000)] {
-            let largest = largest_allocation(|| {
-                let msg = read_idx_labels(&p, limit).unwrap_err().to_string();
-                assert!(msg.contains(name), "{msg}");
-            });
-            assert!(
-                largest < LIMIT,
-                "{name} {limit:?}: allocated {largest} bytes"
-            );
-        }
-    }
+    check_rejected(
+        tmp.path(),
+        "l",
+        &raw,
+        &[None, Some(1_000_000)],
+        "",
+        |p, limit| read_idx_labels(p, limit).map(drop),
+    );
 }

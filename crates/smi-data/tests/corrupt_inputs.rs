@@ -1,10 +1,13 @@
 //! Regression tests for corrupt or hostile inputs: gzip integrity on prefix reads, sizes taken
 //! from files (IDX headers, `n_splits.txt`) and the length of quoted tokens in error messages.
 
+mod common;
+
 use std::fs;
 use std::io::{Read, Write};
 use std::path::Path;
 
+use common::uci::{tiny_yacht, write};
 use flate2::write::GzEncoder;
 use flate2::Compression;
 use smi_data::{
@@ -199,24 +202,9 @@ fn idx_header_sizes_are_checked_against_the_file_even_for_prefix_reads() {
     );
 }
 
-fn write(dir: &Path, name: &str, text: &str) {
-    fs::write(dir.join(name), text).unwrap();
-}
-
 /// `<tmp>/uci/yacht` with 4 rows and 2 standard splits.
 fn tiny_uci() -> tempfile::TempDir {
-    let tmp = tempfile::tempdir().unwrap();
-    let d = tmp.path().join("uci").join("yacht");
-    fs::create_dir_all(&d).unwrap();
-    write(&d, "data.txt", "1 10 5\n2 20 6\n3 30 7\n4 40 8\n");
-    write(&d, "index_features.txt", "0\n1\n");
-    write(&d, "index_target.txt", "2\n");
-    write(&d, "n_splits.txt", "2\n");
-    write(&d, "index_train_0.txt", "0\n1\n2\n");
-    write(&d, "index_test_0.txt", "3\n");
-    write(&d, "index_train_1.txt", "3\n2\n");
-    write(&d, "index_test_1.txt", "0\n1\n");
-    tmp
+    tiny_yacht("1 10 5\n2 20 6\n3 30 7\n4 40 8\n")
 }
 
 #[test]

@@ -9,6 +9,8 @@
 //! 256 cases per property by default; `PROPTEST_CASES=100000 cargo test -p smi-data --release
 //! --test harness_idx` runs longer.
 
+mod common;
+
 use std::io::Write;
 use std::path::Path;
 
@@ -17,18 +19,6 @@ use flate2::Compression;
 use proptest::collection::vec;
 use proptest::prelude::*;
 use smi_data::{read_idx_images, read_idx_labels, Error, IdxImages, IMAGES_MAGIC, LABELS_MAGIC};
-
-/// 256 cases, unless `PROPTEST_CASES` says otherwise.
-fn config() -> ProptestConfig {
-    let mut c = ProptestConfig::with_cases(256);
-    if let Some(n) = std::env::var("PROPTEST_CASES")
-        .ok()
-        .and_then(|v| v.parse().ok())
-    {
-        c.cases = n;
-    }
-    c
-}
 
 fn images_bytes(im: &IdxImages) -> Vec<u8> {
     let mut v = Vec::new();
@@ -236,7 +226,7 @@ fn lead() -> impl Strategy<Value = Vec<u8>> {
 }
 
 proptest! {
-    #![proptest_config(config())]
+    #![proptest_config(common::config())]
 
     /// Any bytes (after a prefix that reaches past the magic-number checks).
     #[test]

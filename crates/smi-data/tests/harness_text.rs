@@ -8,6 +8,8 @@
 //! 256 cases per property by default; `PROPTEST_CASES=100000 cargo test -p smi-data --release
 //! --test harness_text` runs longer.
 
+mod common;
+
 use std::path::Path;
 
 use proptest::collection::vec;
@@ -16,18 +18,6 @@ use smi_data::{
     parse_table, read_table, ColumnConvention, Error, SplitKind, Table, UciData, UciDataset,
     MAX_QUOTED_CHARS,
 };
-
-/// 256 cases, unless `PROPTEST_CASES` says otherwise.
-fn config() -> ProptestConfig {
-    let mut c = ProptestConfig::with_cases(256);
-    if let Some(n) = std::env::var("PROPTEST_CASES")
-        .ok()
-        .and_then(|v| v.parse().ok())
-    {
-        c.cases = n;
-    }
-    c
-}
 
 /// The whitespace-separated tokens of a line with their 1-based character positions (an
 /// implementation independent of the reader's).
@@ -384,7 +374,7 @@ fn check_uci(root: &Path, files: &UciFiles) -> Result<(), TestCaseError> {
 }
 
 proptest! {
-    #![proptest_config(config())]
+    #![proptest_config(common::config())]
 
     /// Any bytes at all (invalid UTF-8 included): an error or a consistent table.
     #[test]

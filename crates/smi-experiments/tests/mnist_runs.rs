@@ -6,7 +6,7 @@ mod common;
 use std::collections::BTreeSet;
 use std::path::{Path, PathBuf};
 
-use common::{chain, data_dir, p, recs, reproduce, reproduce_with};
+use common::{chain, data_dir, map_run, p, quick_run, recs, reproduce};
 use serde_json::Value;
 use smi_experiments::records;
 
@@ -16,18 +16,14 @@ fn mnist() -> Option<PathBuf> {
 
 /// `reproduce mnist --quick --out OUT --data-dir DATA` plus `extra`.
 fn quick(out: &Path, data: &Path, extra: &[&str]) -> anyhow::Result<()> {
-    reproduce_with(
-        &["mnist", "--quick", "--out", p(out), "--data-dir", p(data)],
-        extra,
-    )
+    quick_run("mnist", out, data, extra)
 }
 
 #[test]
 fn resuming_from_the_final_checkpoint_keeps_the_final_loss() {
     let Some(data) = mnist() else { return };
-    let dir = tempfile::tempdir().unwrap();
+    let dir = map_run("mnist", &data);
     let out = dir.path();
-    quick(out, &data, &["--methods", "map"]).unwrap();
     let first = recs(out, "mnist");
     let loss = records::num(&first[0], "metrics.final_loss").expect("a finite final loss");
     // The records are lost, the checkpoint is not: the rerun resumes at the last step, trains
@@ -48,9 +44,8 @@ fn resuming_from_the_final_checkpoint_keeps_the_final_loss() {
 #[test]
 fn a_failed_record_does_not_mark_its_unit_done() {
     let Some(data) = mnist() else { return };
-    let dir = tempfile::tempdir().unwrap();
+    let dir = map_run("mnist", &data);
     let out = dir.path();
-    quick(out, &data, &["--methods", "map"]).unwrap();
     // Rewrite the record as a run whose metrics were not finite would have left it.
     let mut rec = recs(out, "mnist").remove(0);
     let Some(Value::Object(m)) = rec.get_mut("metrics") else {

@@ -193,9 +193,17 @@ impl<'a, M: LogDensity + ?Sized> Svi<'a, M> {
         let elbo = sc.logp.iter().sum::<f64>() / s as f64 + st.guide.entropy(psi);
         Ok((g, elbo))
     }
+
+    /// The shape of this engine's states (see [`engine::Particles`]).
+    fn particles(&self) -> engine::Particles<'_> {
+        let st = &self.settings;
+        engine::Particles::new(1, st.guide, self.model.dim(), &st.optimizer)
+    }
 }
 
 impl<M: LogDensity + ?Sized> Engine for Svi<'_, M> {
+    engine::particle_engine_methods!();
+
     fn name(&self) -> &str {
         match self.settings.guide {
             GuideSettings::Normal { .. } => "ovi",
@@ -203,47 +211,10 @@ impl<M: LogDensity + ?Sized> Engine for Svi<'_, M> {
         }
     }
 
-    fn init(&self) -> Result<State> {
-        let st = &self.settings;
-        engine::init_state(
-            self.model,
-            &st.guide,
-            &st.init,
-            1,
-            st.seed,
-            &st.optimizer,
-            self.fingerprint(),
-        )
-    }
-
     fn step(&self, state: &mut State, rows: Option<&[usize]>) -> Result<StepInfo> {
         let st = &self.settings;
-        engine::check_state(
-            state,
-            1,
-            st.guide.param_dim(self.model.dim()),
-            &st.optimizer,
-        )?;
+        self.particles().check(state)?;
         let result = self.gradient(state, rows).map(|(g, elbo)| (g, -elbo, elbo));
         engine::apply_ascent(state, &st.optimizer, st.on_non_finite, result)
-    }
-
-    fn posterior(&self, state: &State) -> Mixture {
-        engine::mixture(self.settings.guide, state, self.model.dim())
-    }
-
-    fn fingerprint(&self) -> String {
-        engine::fingerprint(self.name(), self.model, &self.settings)
-    }
-
-    fn load_state(&self, path: &std::path::Path) -> Result<State> {
-        let st = &self.settings;
-        engine::load_checked(
-            path,
-            &self.fingerprint(),
-            1,
-            st.guide.param_dim(self.model.dim()),
-            &st.optimizer,
-        )
     }
 }

@@ -3,7 +3,7 @@
 
 mod common;
 
-use std::path::Path;
+use std::path::{Path, PathBuf};
 
 use common::{run_from, run_steps};
 use smi::testing::BayesLinReg;
@@ -11,6 +11,14 @@ use smi::{
     run, Engine, Error, GradientReuse, Matrix, NoObserver, OptimizerSettings, OptimizerState,
     RunSettings, State, SteinSettings, SteinVi, Svi, SviSettings,
 };
+
+/// A fresh temporary directory and the path of a file `name` in it (the directory lives as
+/// long as the returned guard).
+fn temp_file(name: &str) -> (tempfile::TempDir, PathBuf) {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join(name);
+    (dir, path)
+}
 
 fn model() -> BayesLinReg {
     let x = Matrix::from_fn(50, 3, |i, j| ((i * 5 + j * 11) as f64 * 0.21).cos());
@@ -45,8 +53,7 @@ fn same_seed_same_particles() {
 
 #[test]
 fn resume_from_checkpoint_is_bit_identical() {
-    let dir = tempfile::tempdir().unwrap();
-    let path = dir.path().join("run.json");
+    let (_dir, path) = temp_file("run.json");
     let m = model();
     for s in [
         settings(),
@@ -95,8 +102,7 @@ fn resume_from_checkpoint_is_bit_identical() {
 
 #[test]
 fn checkpoint_of_another_configuration_or_corrupt_file_is_a_clear_error() {
-    let dir = tempfile::tempdir().unwrap();
-    let path = dir.path().join("run.json");
+    let (dir, path) = temp_file("run.json");
     let m = model();
     let e = SteinVi::new(&m, settings()).unwrap();
     e.init().unwrap().save(&path).unwrap();
@@ -136,8 +142,7 @@ fn files_in(dir: &Path) -> Vec<String> {
 
 #[test]
 fn a_non_finite_state_is_not_saved_and_the_previous_checkpoint_stays() {
-    let dir = tempfile::tempdir().unwrap();
-    let path = dir.path().join("run.json");
+    let (dir, path) = temp_file("run.json");
     let m = model();
     let e = SteinVi::new(&m, adam_settings()).unwrap();
     let mut st = e.init().unwrap();
@@ -178,8 +183,7 @@ fn a_non_finite_state_is_not_saved_and_the_previous_checkpoint_stays() {
 fn concurrent_saves_to_one_path_never_share_a_temporary_file() {
     // With one fixed temporary name, a writer could truncate another's half-written file or
     // rename it away first (the other's rename then fails).
-    let dir = tempfile::tempdir().unwrap();
-    let path = dir.path().join("run.json");
+    let (dir, path) = temp_file("run.json");
     let m = model();
     let e = SteinVi::new(&m, settings()).unwrap();
     let states: Vec<_> = (0..4u64)
@@ -216,8 +220,7 @@ fn saved_json<E: Engine>(engine: &E, path: &Path) -> serde_json::Value {
 
 #[test]
 fn a_checkpoint_whose_lengths_disagree_is_rejected_on_load() {
-    let dir = tempfile::tempdir().unwrap();
-    let path = dir.path().join("run.json");
+    let (_dir, path) = temp_file("run.json");
     let m = model();
     type Edit = fn(&mut serde_json::Value);
     let cases: [(SteinSettings, Edit, &str); 7] = [
@@ -335,8 +338,7 @@ fn a_step_refuses_a_state_whose_optimizer_buffers_are_short() {
 #[test]
 fn a_hand_written_v1_checkpoint_still_loads_and_resumes() {
     // The `smi-state-v1` layout, field by field, as runs before this version wrote it.
-    let dir = tempfile::tempdir().unwrap();
-    let path = dir.path().join("v1.json");
+    let (_dir, path) = temp_file("v1.json");
     let m = model();
     let e = Svi::new(
         &m,

@@ -2,7 +2,7 @@
 
 use smi::testing::{BayesLinReg, DiagNormal};
 use smi::{
-    Batch, Engine, Error, FnDensity, LogDensity, Matrix, NonFinitePolicy, OptimizerSettings,
+    Engine, Error, FnDensity, LogDensity, Matrix, NonFinitePolicy, OptimizerSettings,
     SteinSettings, SteinVi, Svi, SviSettings,
 };
 
@@ -165,25 +165,14 @@ impl NanPrior {
     }
 }
 
-impl LogDensity for NanPrior {
+impl smi::PerDraw for NanPrior {
     fn dim(&self) -> usize {
         self.dim
     }
 
-    fn log_density_and_grad(
-        &self,
-        theta: &[f64],
-        _batch: &Batch,
-        logp: &mut [f64],
-        grad: &mut [f64],
-    ) -> smi::Result<()> {
-        smi::check_shapes(self.dim, theta, logp, grad)?;
-        for (k, lp) in logp.iter_mut().enumerate() {
-            let x = &theta[k * self.dim..(k + 1) * self.dim];
-            *lp = -0.5 * x.iter().map(|v| v * v).sum::<f64>();
-        }
-        grad.iter_mut().zip(theta).for_each(|(g, x)| *g = -x);
-        Ok(())
+    fn log_prior(&self, theta: &[f64], _jacobian: bool, grad: &mut [f64]) -> smi::Result<f64> {
+        grad.iter_mut().zip(theta).for_each(|(g, x)| *g -= x);
+        Ok(-0.5 * theta.iter().map(|v| v * v).sum::<f64>())
     }
 
     fn sample_prior(&self, _rng: &mut dyn smi::rand::RngCore, out: &mut [f64]) -> smi::Result<()> {

@@ -535,6 +535,21 @@ fn read_header(reader: &mut dyn Read, header: &mut [u8], path: &Path) -> Result<
     Ok(got)
 }
 
+/// [`Error::InvalidIdx`] unless the header starts with the magic number `want` of a file of
+/// `what` (images or labels).
+fn check_magic(header: &[u8], want: u32, what: &str, path: &Path) -> Result<()> {
+    let magic = be_u32(&header[0..4]);
+    if magic == want {
+        return Ok(());
+    }
+    Err(Error::InvalidIdx {
+        path: path.to_path_buf(),
+        reason: format!(
+            "magic number {magic:#010x} ({magic}), expected {want:#010x} ({want}) for {what}"
+        ),
+    })
+}
+
 /// [`Error::Truncated`] if the header has `got < want` bytes.
 fn truncated_header(got: usize, want: usize, path: &Path) -> Result<()> {
     if got < want {
@@ -625,15 +640,7 @@ pub fn read_idx_images(path: &Path, limit: Option<usize>) -> Result<IdxImages> {
     let mut r = open(path)?;
     let mut header = [0u8; 16];
     let got = read_header(&mut r, &mut header, path)?;
-    let magic = be_u32(&header[0..4]);
-    if magic != IMAGES_MAGIC {
-        return Err(Error::InvalidIdx {
-            path: path.to_path_buf(),
-            reason: format!(
-                "magic number {magic:#010x} ({magic}), expected {IMAGES_MAGIC:#010x} (2051) for images"
-            ),
-        });
-    }
+    check_magic(&header, IMAGES_MAGIC, "images", path)?;
     truncated_header(got, header.len(), path)?;
     let count = be_u32(&header[4..8]);
     let rows = be_u32(&header[8..12]);
@@ -681,15 +688,7 @@ pub fn read_idx_labels(path: &Path, limit: Option<usize>) -> Result<Vec<u8>> {
     let mut r = open(path)?;
     let mut header = [0u8; 8];
     let got = read_header(&mut r, &mut header, path)?;
-    let magic = be_u32(&header[0..4]);
-    if magic != LABELS_MAGIC {
-        return Err(Error::InvalidIdx {
-            path: path.to_path_buf(),
-            reason: format!(
-                "magic number {magic:#010x} ({magic}), expected {LABELS_MAGIC:#010x} (2049) for labels"
-            ),
-        });
-    }
+    check_magic(&header, LABELS_MAGIC, "labels", path)?;
     truncated_header(got, header.len(), path)?;
     let count = be_u32(&header[4..8]);
     check_body_len(

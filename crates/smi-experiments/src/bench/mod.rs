@@ -232,6 +232,24 @@ pub fn parse_reuse(name: &str) -> Result<GradientReuse> {
     }
 }
 
+/// The configurations of the columns of [`NUMPYRO_MS`].
+const NUMPYRO_CONFIGS: [Config; 3] = [
+    Config::Mvn100,
+    Config::Wave100OneHidden,
+    Config::BostonOneHidden,
+];
+
+/// NumPyro 0.22 (JAX CPU) ms per step on this machine class, from the benchmark issue, at the
+/// default draws (see [`Case::numpyro_ms`]): a row per method, a column per configuration of
+/// [`NUMPYRO_CONFIGS`]; `None` where not measured.
+const NUMPYRO_MS: [(Method, [Option<f64>; 3]); 5] = [
+    (Method::Smi, [Some(443.0), Some(65.0), Some(157.0)]),
+    (Method::Svgd, [Some(0.092), Some(0.120), Some(1.40)]),
+    (Method::Asvgd, [Some(0.100), Some(0.117), Some(1.44)]),
+    (Method::Ovi, [None, Some(0.035), Some(0.27)]),
+    (Method::Map, [None, Some(0.004), Some(0.23)]),
+];
+
 /// One benchmark line: a configuration, a method, the gradient reuse and S.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct Case {
@@ -404,22 +422,9 @@ impl Case {
     /// NumPyro 0.22 (JAX CPU) ms per step on this machine class, from the benchmark issue.
     /// NumPyro's SMI recomputes the force for every particle pair (m²·S model evaluations).
     pub fn numpyro_ms(&self) -> Option<f64> {
-        let v = match (self.config, self.method) {
-            (Config::Mvn100, Method::Smi) => 443.0,
-            (Config::Mvn100, Method::Svgd) => 0.092,
-            (Config::Mvn100, Method::Asvgd) => 0.100,
-            (Config::Wave100OneHidden, Method::Smi) => 65.0,
-            (Config::Wave100OneHidden, Method::Svgd) => 0.120,
-            (Config::Wave100OneHidden, Method::Asvgd) => 0.117,
-            (Config::Wave100OneHidden, Method::Ovi) => 0.035,
-            (Config::Wave100OneHidden, Method::Map) => 0.004,
-            (Config::BostonOneHidden, Method::Smi) => 157.0,
-            (Config::BostonOneHidden, Method::Svgd) => 1.40,
-            (Config::BostonOneHidden, Method::Asvgd) => 1.44,
-            (Config::BostonOneHidden, Method::Ovi) => 0.27,
-            (Config::BostonOneHidden, Method::Map) => 0.23,
-            _ => return None,
-        };
+        let column = NUMPYRO_CONFIGS.iter().position(|&c| c == self.config)?;
+        let (_, row) = NUMPYRO_MS.iter().find(|(m, _)| *m == self.method)?;
+        let v = row[column]?;
         let default_draws = match self.method {
             Method::Smi => self.config.smi_draws(),
             _ => 1,

@@ -63,25 +63,12 @@ fn steps_per_epoch_drop_the_remainder() {
         ..args
     })
     .unwrap();
-    assert_ne!(
-        plan.train_key(1, Method::Smi, 60_000),
-        numpyro.train_key(1, Method::Smi, 60_000)
-    );
-    assert_eq!(
-        plan.train_key(1, Method::Svgd, 60_000),
-        numpyro.train_key(1, Method::Svgd, 60_000)
-    );
-    assert!(!plan
-        .train_key(1, Method::Smi, 60_000)
-        .contains("attraction"));
-    assert_eq!(
-        plan.train_key(1, Method::Smi, 60_000),
-        more.train_key(1, Method::Smi, 60_000)
-    );
-    assert_ne!(
-        plan.train_key(1, Method::Asvgd, 60_000),
-        more.train_key(1, Method::Asvgd, 60_000)
-    );
+    let key = |p: &Plan, m| p.train_key(1, m, 60_000);
+    assert_ne!(key(&plan, Method::Smi), key(&numpyro, Method::Smi));
+    assert_eq!(key(&plan, Method::Svgd), key(&numpyro, Method::Svgd));
+    assert!(!key(&plan, Method::Smi).contains("attraction"));
+    assert_eq!(key(&plan, Method::Smi), key(&more, Method::Smi));
+    assert_ne!(key(&plan, Method::Asvgd), key(&more, Method::Asvgd));
     assert_ne!(
         plan.config(1, Method::Smi, 60_000, 10_000),
         more.config(1, Method::Smi, 60_000, 10_000)

@@ -3,6 +3,7 @@
 //! y_loc on the visualisation grid).
 
 use std::collections::BTreeMap;
+use std::path::Path;
 
 use anyhow::{bail, Context, Result};
 use rand::{RngCore, SeedableRng};
@@ -14,6 +15,7 @@ use smi_data::{WaveData, WavePhase, WaveSettings};
 use smi_models::{BnnRegression, Precision};
 
 use crate::progress::Bar;
+use crate::records;
 
 /// HDI mass of the paper's bands.
 pub const HDI_MASS: f64 = 0.9;
@@ -541,6 +543,34 @@ pub fn mean_std(v: &[f64]) -> (f64, f64) {
     let m = v.iter().sum::<f64>() / n;
     let var = v.iter().map(|x| (x - m) * (x - m)).sum::<f64>() / n;
     (m, var.sqrt())
+}
+
+/// Ends a wave or recovery run: says where the records of `experiment` in `out` and its
+/// `outputs` (a description and a path each) are, then fails when any of the `failed` runs
+/// (labels of `what`, e.g. "wave runs") did.
+///
+/// # Errors
+/// When `failed` is not empty.
+pub fn finish(
+    out: &Path,
+    experiment: &str,
+    outputs: &[(&str, &Path)],
+    what: &str,
+    failed: &[String],
+) -> Result<()> {
+    let mut msg = format!("records in {}", records::path(out, experiment).display());
+    for (name, path) in outputs {
+        msg.push_str(&format!(", {name} {}", path.display()));
+    }
+    eprintln!("{msg}");
+    if !failed.is_empty() {
+        bail!(
+            "{} {what} failed ({}): their metrics are not finite",
+            failed.len(),
+            failed.join(", ")
+        );
+    }
+    Ok(())
 }
 
 #[cfg(test)]

@@ -224,20 +224,16 @@ pub fn run(args: &Args) -> Result<()> {
     }
     println!("{}", summary_tables(&done, false));
     report(out)?;
-    eprintln!(
-        "records in {}, table {}, figure {}",
-        records::path(out, EXPERIMENT).display(),
-        out.join("wave.md").display(),
-        out.join("wave-hdi.png").display()
-    );
-    if !failed.is_empty() {
-        anyhow::bail!(
-            "{} wave runs failed ({}): their metrics are not finite",
-            failed.len(),
-            failed.join(", ")
-        );
-    }
-    Ok(())
+    common::finish(
+        out,
+        EXPERIMENT,
+        &[
+            ("table", &out.join("wave.md")),
+            ("figure", &out.join("wave-hdi.png")),
+        ],
+        "wave runs",
+        &failed,
+    )
 }
 
 /// Keeps the last record of every key (reruns into the same folder replace earlier results).
@@ -522,8 +518,6 @@ mod tests {
 
     #[test]
     fn the_report_ignores_failed_records() {
-        let dir = tempfile::tempdir().unwrap();
-        let out = dir.path();
         let rec = |lppd: f64| {
             let Value::Object(m) = json!({"method": "smi", "size": "low", "repeat": 0,
                 "steps": 10, "seconds": 1.0,
@@ -533,6 +527,8 @@ mod tests {
             };
             m
         };
+        let dir = tempfile::tempdir().unwrap();
+        let out = dir.path();
         records::append(out, EXPERIMENT, rec(-1.25)).unwrap();
         // A later rerun of the same repeat that diverged.
         let mut bad = rec(f64::NAN);

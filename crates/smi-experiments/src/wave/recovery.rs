@@ -216,19 +216,13 @@ pub fn run(args: &Args) -> Result<()> {
     }
     println!("{}", median_table(&done));
     report(out)?;
-    eprintln!(
-        "records in {}, table {}",
-        records::path(out, EXPERIMENT).display(),
-        out.join("recovery.md").display()
-    );
-    if !failed.is_empty() {
-        anyhow::bail!(
-            "{} recovery records failed ({}): their metrics are not finite",
-            failed.len(),
-            failed.join(", ")
-        );
-    }
-    Ok(())
+    super::common::finish(
+        out,
+        EXPERIMENT,
+        &[("table", &out.join("recovery.md"))],
+        "recovery records",
+        &failed,
+    )
 }
 
 /// numpy-style median of recovery points; a capped point counts as +∞. `None` when the median

@@ -3,10 +3,12 @@
 #![allow(dead_code)]
 
 use std::path::{Path, PathBuf};
+use std::time::Instant;
 
 use clap::Parser;
 use serde_json::{Map, Value};
 use smi_experiments::{records, Experiment};
+use tempfile::TempDir;
 
 #[derive(Parser)]
 struct Cli {
@@ -26,6 +28,38 @@ pub fn reproduce_with(args: &[&str], extra: &[&str]) -> anyhow::Result<()> {
     let mut all = args.to_vec();
     all.extend_from_slice(extra);
     reproduce(&all)
+}
+
+/// `reproduce <experiment> --quick --out OUT --data-dir DATA` plus `extra`.
+pub fn quick_run(experiment: &str, out: &Path, data: &Path, extra: &[&str]) -> anyhow::Result<()> {
+    reproduce_with(
+        &[
+            experiment,
+            "--quick",
+            "--out",
+            p(out),
+            "--data-dir",
+            p(data),
+        ],
+        extra,
+    )
+}
+
+/// A fresh temporary output folder after one successful `reproduce <experiment> --quick
+/// --methods map` on `data`.
+pub fn map_run(experiment: &str, data: &Path) -> TempDir {
+    let dir = tempfile::tempdir().unwrap();
+    quick_run(experiment, dir.path(), data, &["--methods", "map"]).unwrap();
+    dir
+}
+
+/// Requires that less than `secs` seconds have passed since `start` (a refusal up front).
+pub fn assert_refused_within(start: Instant, secs: u64) {
+    assert!(
+        start.elapsed().as_secs() < secs,
+        "refused only after {:?}",
+        start.elapsed()
+    );
 }
 
 /// The shared data folder (`shared/data` beside the repository) when `probe` exists in it;

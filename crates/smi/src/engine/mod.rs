@@ -110,47 +110,152 @@ pub(crate) fn check_particles(state: &State, rows: usize, cols: usize) -> Result
     Ok(())
 }
 
-/// [`check_particles`], and that the state's optimizer is `optimizer`'s kind with one value per
-/// particle entry in each buffer: everything a step relies on, checked before anything
-/// changes (a state from another engine or model, or a hand-edited one, is an error, not a
-/// panic or a silent partial update).
-pub(crate) fn check_state(
-    state: &State,
-    rows: usize,
-    cols: usize,
-    optimizer: &OptimizerSettings,
-) -> Result<()> {
-    check_particles(state, rows, cols)?;
-    if !state.optimizer.matches(optimizer) {
-        return Err(crate::Error::Checkpoint(
-            "optimizer state does not match the optimizer settings".into(),
-        ));
-    }
-    state.optimizer.check_len(state.particles.as_slice().len())
+/// What a variational engine's states are: `m` particles of `guide` over a model of dimension
+/// `dim`, moved by `optimizer`. Every engine's `init`, `step`, `posterior` and `load_state` go
+/// through it.
+#[derive(Clone, Copy)]
+pub(crate) struct Particles<'a> {
+    m: usize,
+    guide: GuideSettings,
+    dim: usize,
+    optimizer: &'a OptimizerSettings,
 }
 
-/// [`State::load`], then [`check_state`]: a checkpoint whose state does not fit the engine is an
-/// [`crate::Error::Checkpoint`].
-pub(crate) fn load_checked(
-    path: &std::path::Path,
-    fingerprint: &str,
-    rows: usize,
-    cols: usize,
-    optimizer: &OptimizerSettings,
-) -> Result<State> {
-    let state = State::load(path, fingerprint)?;
-    check_state(&state, rows, cols, optimizer).map_err(|e| {
-        let why = match e {
-            crate::Error::Checkpoint(msg) => msg,
-            other => other.to_string(),
-        };
-        crate::Error::Checkpoint(format!(
-            "{} does not fit this engine: {why}",
-            path.display()
-        ))
-    })?;
-    Ok(state)
+impl<'a> Particles<'a> {
+    /// `m` particles of `guide` over a model of dimension `dim`, moved by `optimizer`.
+    pub(crate) fn new(
+        m: usize,
+        guide: GuideSettings,
+        dim: usize,
+        optimizer: &'a OptimizerSettings,
+    ) -> Self {
+        Particles {
+            m,
+            guide,
+            dim,
+            optimizer,
+        }
+    }
+
+    /// p, the parameters of one particle.
+    fn cols(&self) -> usize {
+        self.guide.param_dim(self.dim)
+    }
+
+    /// A fresh state: the particles, each initialised by `init` from a ChaCha8 stream seeded
+    /// with `seed` (the stream then lives on in the state), and the optimizer's moments.
+    ///
+    /// # Errors
+    /// From the initialisation (e.g. a model that cannot sample its prior);
+    /// [`crate::Error::NonFinite`] naming the particle when an initial value is not finite (e.g.
+    /// a NaN prior draw), instead of a state whose every step would be skipped;
+    /// [`crate::Error::InvalidSettings`] when the particles or optimizer buffers cannot be
+    /// allocated.
+    pub(crate) fn init<M: LogDensity + ?Sized>(
+        &self,
+        model: &M,
+        init: &Init,
+        seed: u64,
+        fingerprint: String,
+    ) -> Result<State> {
+        let (m, guide) = (self.m, &self.guide);
+        let mut rng = rand_chacha::ChaCha8Rng::seed_from_u64(seed);
+        let p = guide.param_dim(model.dim());
+        let mut particles = crate::Matrix::try_zeros(m, p).map_err(|e| {
+            crate::Error::invalid(
+                "num_particles",
+                format!("{m} particles of {p} parameters cannot be stored: {e}"),
+            )
+        })?;
+        for i in 0..m {
+            let row = particles.row_mut(i);
+            guide.init_particle(model, init, &mut rng, row)?;
+            if let Some(c) = row.iter().position(|v| !v.is_finite()) {
+                return Err(crate::Error::non_finite(format!(
+                    "initial particle {i}, column {c} = {} (drawn by {init:?}; the model's \
+                     `sample_prior` must give finite unconstrained values)",
+                    row[c]
+                )));
+            }
+        }
+        let optimizer_state = self.optimizer.try_init(particles.as_slice().len())?;
+        Ok(State {
+            optimizer: optimizer_state,
+            particles,
+            rng,
+            step: 0,
+            skipped_steps: 0,
+            early_stop: Default::default(),
+            fingerprint,
+        })
+    }
+
+    /// [`check_particles`], and that the state's optimizer is the settings' kind with one value
+    /// per particle entry in each buffer: everything a step relies on, checked before anything
+    /// changes (a state from another engine or model, or a hand-edited one, is an error, not a
+    /// panic or a silent partial update).
+    pub(crate) fn check(&self, state: &State) -> Result<()> {
+        check_particles(state, self.m, self.cols())?;
+        if !state.optimizer.matches(self.optimizer) {
+            return Err(crate::Error::Checkpoint(
+                "optimizer state does not match the optimizer settings".into(),
+            ));
+        }
+        state.optimizer.check_len(state.particles.as_slice().len())
+    }
+
+    /// [`State::load`], then [`Particles::check`]: a checkpoint whose state does not fit the
+    /// engine is an [`crate::Error::Checkpoint`].
+    pub(crate) fn load(&self, path: &std::path::Path, fingerprint: &str) -> Result<State> {
+        let state = State::load(path, fingerprint)?;
+        self.check(&state).map_err(|e| {
+            let why = match e {
+                crate::Error::Checkpoint(msg) => msg,
+                other => other.to_string(),
+            };
+            crate::Error::Checkpoint(format!(
+                "{} does not fit this engine: {why}",
+                path.display()
+            ))
+        })?;
+        Ok(state)
+    }
+
+    /// The mixture of `guide`s a state's particles parameterise.
+    ///
+    /// A state of another width (not one of the engine's) gives a mixture without particles,
+    /// rather than an inconsistent one that would index out of bounds.
+    pub(crate) fn mixture(&self, state: &State) -> Mixture {
+        Mixture::new(self.guide, state.particles.clone(), self.dim)
+            .unwrap_or_else(|_| Mixture::empty(self.guide, self.dim))
+    }
 }
+
+/// The [`Engine`] methods that [`crate::SteinVi`] and [`crate::Svi`] share word for word:
+/// `init`, `posterior`, `fingerprint` and `load_state`, through the engine's
+/// `fn particles(&self) -> Particles<'_>`, its `model` and its `settings` (`init`, `seed`).
+macro_rules! particle_engine_methods {
+    () => {
+        fn init(&self) -> Result<State> {
+            let st = &self.settings;
+            self.particles()
+                .init(self.model, &st.init, st.seed, self.fingerprint())
+        }
+
+        fn posterior(&self, state: &State) -> Mixture {
+            self.particles().mixture(state)
+        }
+
+        fn fingerprint(&self) -> String {
+            engine::fingerprint(self.name(), self.model, &self.settings)
+        }
+
+        fn load_state(&self, path: &std::path::Path) -> Result<State> {
+            self.particles().load(path, &self.fingerprint())
+        }
+    };
+}
+pub(crate) use particle_engine_methods;
 
 /// The shared tail of a step: counts it, then either moves the particles along the ascent
 /// `direction` (the optimizer receives −direction) or, for a recoverable non-finite value under
@@ -191,55 +296,6 @@ pub(crate) fn apply_ascent(
     }
 }
 
-/// A fresh state: `m` particles of `guide`, each initialised by `init` from a ChaCha8 stream
-/// seeded with `seed` (the stream then lives on in the state), and the optimizer's moments.
-///
-/// # Errors
-/// From the initialisation (e.g. a model that cannot sample its prior);
-/// [`crate::Error::NonFinite`] naming the particle when an initial value is not finite (e.g. a
-/// NaN prior draw), instead of a state whose every step would be skipped;
-/// [`crate::Error::InvalidSettings`] when the particles or optimizer buffers cannot be allocated.
-#[allow(clippy::too_many_arguments)]
-pub(crate) fn init_state<M: LogDensity + ?Sized>(
-    model: &M,
-    guide: &GuideSettings,
-    init: &Init,
-    m: usize,
-    seed: u64,
-    optimizer: &OptimizerSettings,
-    fingerprint: String,
-) -> Result<State> {
-    let mut rng = rand_chacha::ChaCha8Rng::seed_from_u64(seed);
-    let p = guide.param_dim(model.dim());
-    let mut particles = crate::Matrix::try_zeros(m, p).map_err(|e| {
-        crate::Error::invalid(
-            "num_particles",
-            format!("{m} particles of {p} parameters cannot be stored: {e}"),
-        )
-    })?;
-    for i in 0..m {
-        let row = particles.row_mut(i);
-        guide.init_particle(model, init, &mut rng, row)?;
-        if let Some(c) = row.iter().position(|v| !v.is_finite()) {
-            return Err(crate::Error::non_finite(format!(
-                "initial particle {i}, column {c} = {} (drawn by {init:?}; the model's \
-                 `sample_prior` must give finite unconstrained values)",
-                row[c]
-            )));
-        }
-    }
-    let optimizer_state = optimizer.try_init(particles.as_slice().len())?;
-    Ok(State {
-        optimizer: optimizer_state,
-        particles,
-        rng,
-        step: 0,
-        skipped_steps: 0,
-        early_stop: Default::default(),
-        fingerprint,
-    })
-}
-
 /// The fingerprint of an engine: its name, the model's shape and its settings as JSON.
 pub(crate) fn fingerprint<M: LogDensity + ?Sized, S: Serialize>(
     name: &str,
@@ -269,14 +325,6 @@ pub(crate) fn batcher_for<M: LogDensity + ?Sized>(
         }
     }
     Ok(crate::model::Batcher::new(n, batch_size))
-}
-
-/// The mixture of `guide`s a state's particles parameterise, for a model of dimension `dim`.
-///
-/// A state of another width (not one of the engine's) gives a mixture without particles,
-/// rather than an inconsistent one that would index out of bounds.
-pub(crate) fn mixture(guide: GuideSettings, state: &State, dim: usize) -> Mixture {
-    Mixture::new(guide, state.particles.clone(), dim).unwrap_or_else(|_| Mixture::empty(guide, dim))
 }
 
 /// The number of values of a buffer whose length is the product of `factors`, or

@@ -50,7 +50,7 @@ impl AdagradState {
 
 #[cfg(test)]
 mod tests {
-    use crate::optim::OptimizerSettings;
+    use crate::optim::{after_steps, OptimizerSettings};
 
     #[test]
     fn hand_computed_two_steps() {
@@ -58,20 +58,15 @@ mod tests {
         // step 2: g = 1, G = 5, g/√G = 0.4472136, n = 0.1·0.4472136 + 0.9·0.1 = 0.13472136
         //         x = 0.95 − 0.5·0.13472136 = 0.88263932
         let s = OptimizerSettings::adagrad(0.5);
-        let mut st = s.init(1);
-        let mut x = vec![1.0];
-        st.step(&s, &mut x, &[2.0]).unwrap();
+        let x = after_steps(&s, &[1.0], &[&[2.0]]);
         assert!((x[0] - 0.95).abs() < 1e-12);
-        st.step(&s, &mut x, &[1.0]).unwrap();
+        let x = after_steps(&s, &[1.0], &[&[2.0], &[1.0]]);
         assert!((x[0] - 0.882_639_320_225).abs() < 1e-10);
     }
 
     #[test]
     fn zero_gradient_is_a_zero_step() {
-        let s = OptimizerSettings::adagrad(0.5);
-        let mut st = s.init(1);
-        let mut x = vec![1.0];
-        st.step(&s, &mut x, &[0.0]).unwrap();
+        let x = after_steps(&OptimizerSettings::adagrad(0.5), &[1.0], &[&[0.0]]);
         assert_eq!(x[0], 1.0);
     }
 

@@ -106,15 +106,12 @@ fn update_plain(c: Coefs, (((x, g), m), v): Block<'_>) {
 
 #[cfg(test)]
 mod tests {
-    use crate::optim::OptimizerSettings;
+    use crate::optim::{after_steps, OptimizerSettings};
 
     #[test]
     fn first_step_moves_by_lr_times_sign() {
         // With bias correction, the first Adam step is lr·g/(|g| + eps) ≈ lr·sign(g).
-        let s = OptimizerSettings::adam(0.1);
-        let mut st = s.init(2);
-        let mut x = vec![1.0, 1.0];
-        st.step(&s, &mut x, &[3.0, -0.5]).unwrap();
+        let x = after_steps(&OptimizerSettings::adam(0.1), &[1.0, 1.0], &[&[3.0, -0.5]]);
         assert!((x[0] - 0.9).abs() < 1e-7 && (x[1] - 1.1).abs() < 1e-7);
     }
 

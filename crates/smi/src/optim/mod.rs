@@ -302,6 +302,18 @@ impl OptimizerState {
     }
 }
 
+/// Test helper: the parameters after fresh `settings` buffers for `x` take one step per
+/// gradient in `grads`, starting from `x`.
+#[cfg(test)]
+pub(crate) fn after_steps(settings: &OptimizerSettings, x: &[f64], grads: &[&[f64]]) -> Vec<f64> {
+    let mut st = settings.init(x.len());
+    let mut x = x.to_vec();
+    for g in grads {
+        st.step(settings, &mut x, g).unwrap();
+    }
+    x
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -156,58 +156,29 @@ impl<'a, M: LogDensity + ?Sized> SteinVi<'a, M> {
         }
         Ok((phi, elbo))
     }
+
+    /// The shape of this engine's states (see [`engine::Particles`]).
+    fn particles(&self) -> engine::Particles<'_> {
+        let st = &self.settings;
+        engine::Particles::new(st.num_particles, st.guide, self.model.dim(), &st.optimizer)
+    }
 }
 
 impl<M: LogDensity + ?Sized> Engine for SteinVi<'_, M> {
+    engine::particle_engine_methods!();
+
     fn name(&self) -> &str {
         &self.name
     }
 
-    fn init(&self) -> Result<State> {
-        let st = &self.settings;
-        engine::init_state(
-            self.model,
-            &st.guide,
-            &st.init,
-            st.num_particles,
-            st.seed,
-            &st.optimizer,
-            self.fingerprint(),
-        )
-    }
-
     fn step(&self, state: &mut State, rows: Option<&[usize]>) -> Result<StepInfo> {
         let st = &self.settings;
-        engine::check_state(
-            state,
-            st.num_particles,
-            st.guide.param_dim(self.model.dim()),
-            &st.optimizer,
-        )?;
+        self.particles().check(state)?;
         let result = self.force(state, rows).map(|(phi, elbo)| {
             let loss = phi.frobenius_norm();
             (phi.into_vec(), loss, elbo)
         });
         engine::apply_ascent(state, &st.optimizer, st.on_non_finite, result)
-    }
-
-    fn posterior(&self, state: &State) -> Mixture {
-        engine::mixture(self.settings.guide, state, self.model.dim())
-    }
-
-    fn fingerprint(&self) -> String {
-        engine::fingerprint(self.name(), self.model, &self.settings)
-    }
-
-    fn load_state(&self, path: &std::path::Path) -> Result<State> {
-        let st = &self.settings;
-        engine::load_checked(
-            path,
-            &self.fingerprint(),
-            st.num_particles,
-            st.guide.param_dim(self.model.dim()),
-            &st.optimizer,
-        )
     }
 }
 
