@@ -2,7 +2,7 @@
 
 use super::*;
 
-/// d of a network with layer widths `sizes` (Σ (sizes[l] + 1)·sizes[l+1]), `None` when it
+/// d of a network with layer widths `sizes` (Σ_l (n_l + 1)·n_{l+1} over the widths n_l), `None` when it
 /// overflows.
 pub fn network_dim(sizes: &[usize]) -> Option<usize> {
     sizes.windows(2).try_fold(0usize, |d, w| {
