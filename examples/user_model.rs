@@ -22,6 +22,7 @@ use std::f64::consts::PI;
 
 use anyhow::{bail, ensure, Context, Result};
 use smi::rand::{ChaCha8Rng, Rng, SeedableRng};
+use smi::testing::check_gradient;
 use smi::{
     fit, Batch, Layout, LogDensity, Method, MethodSettings, NoObserver, NutsSettings,
     OptimizerSettings, PerDraw, RunSettings,
@@ -129,34 +130,15 @@ impl PerDraw for EightSchools {
 /// and without the Jacobian) and returns the largest absolute error.
 fn max_gradient_error(model: &EightSchools) -> Result<f64> {
     let d = LogDensity::dim(model);
-    let k = 5;
     let mut rng = ChaCha8Rng::seed_from_u64(42);
-    let theta: Vec<f64> = (0..k * d).map(|_| rng.random_range(-2.0..2.0)).collect();
-    let h = 1e-5;
+    let theta: Vec<f64> = (0..5 * d).map(|_| rng.random_range(-2.0..2.0)).collect();
     let mut worst: f64 = 0.0;
     for jacobian in [true, false] {
         let batch = Batch {
             jacobian,
             ..Batch::full()
         };
-        let (mut lp, mut grad) = (vec![0.0; k], vec![0.0; k * d]);
-        model.log_density_and_grad(&theta, &batch, &mut lp, &mut grad)?;
-        let (mut lp_plus, mut lp_minus, mut scratch) =
-            (vec![0.0; k], vec![0.0; k], vec![0.0; k * d]);
-        for c in 0..d {
-            let mut plus = theta.clone();
-            let mut minus = theta.clone();
-            for i in 0..k {
-                plus[i * d + c] += h;
-                minus[i * d + c] -= h;
-            }
-            model.log_density_and_grad(&plus, &batch, &mut lp_plus, &mut scratch)?;
-            model.log_density_and_grad(&minus, &batch, &mut lp_minus, &mut scratch)?;
-            for i in 0..k {
-                let fd = (lp_plus[i] - lp_minus[i]) / (2.0 * h);
-                worst = worst.max((fd - grad[i * d + c]).abs());
-            }
-        }
+        worst = worst.max(check_gradient(model, &theta, &batch, 1e-5)?);
     }
     Ok(worst)
 }
