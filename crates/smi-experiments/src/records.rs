@@ -303,6 +303,16 @@ pub fn get<'a>(record: &'a Map<String, Value>, key: &str) -> Option<&'a Value> {
     Some(v)
 }
 
+/// What a config string gains for SMI's attraction normalisation: nothing for the paper's
+/// (the default), `{sep}attraction=numpyro` otherwise. Config strings are resume keys, so the
+/// default must leave them unchanged.
+pub fn attraction_suffix(norm: smi::AttractionNorm, sep: &str) -> String {
+    match norm {
+        smi::AttractionNorm::Paper => String::new(),
+        smi::AttractionNorm::Numpyro => format!("{sep}attraction=numpyro"),
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -44,8 +44,8 @@ use crate::limits;
 use crate::locks;
 use crate::progress::Bar;
 use crate::records;
+use crate::records::attraction_suffix;
 use crate::tables;
-use crate::uci::attraction_suffix;
 
 /// Name of the records file (`mnist.jsonl`) and of the report (`mnist.md`).
 pub const EXPERIMENT: &str = "mnist";

@@ -42,7 +42,8 @@ pub const EXPERIMENT: &str = "uci";
 /// Records of the learning-rate search (`uci-lr.jsonl`).
 pub const TUNE_EXPERIMENT: &str = "uci-lr";
 
-pub use settings::{attraction_suffix, fit, prediction_rng, UnitSettings};
+use crate::records::attraction_suffix;
+pub use settings::{fit, prediction_rng, UnitSettings};
 pub use smi::{Method, LR_GRID};
 
 /// Options of `smi reproduce uci`.
@@ -480,22 +481,10 @@ fn static_lr(plan: &Plan, u: &Unit) -> Option<Option<f64>> {
 }
 
 /// The number of splits of `kind` in `d`, checked against the data: a standard split count
-/// (`n_splits.txt`) must name index files that exist, so the last split is read.
+/// (`n_splits.txt`) must name index files that exist ([`UciData::n_splits`] checks it).
 fn split_count(d: &UciData, kind: SplitKind) -> Result<usize> {
-    let ds = d.dataset;
-    let available = d
-        .n_splits(kind)
-        .with_context(|| format!("cannot count the {kind} splits of {ds}"))?;
-    if kind == SplitKind::Standard && available > 0 {
-        d.split(kind, available - 1).with_context(|| {
-            format!(
-                "{ds}: n_splits.txt says {available} standard splits, but split {} cannot be \
-                 read; fix n_splits.txt",
-                available - 1
-            )
-        })?;
-    }
-    Ok(available)
+    d.n_splits(kind)
+        .with_context(|| format!("cannot count the {kind} splits of {}", d.dataset))
 }
 
 /// The keys of the records that mark their unit as done (failed records do not).

@@ -101,13 +101,3 @@ pub fn fit(
     let settings = s.method_settings(method, lr, seed)?;
     smi::fit(model, &settings, &s.run_settings(method), observer)
 }
-
-/// What a config string gains for SMI's attraction normalisation: nothing for the paper's
-/// (the default), `{sep}attraction=numpyro` otherwise. Config strings are resume keys, so the
-/// default must leave them unchanged.
-pub fn attraction_suffix(norm: AttractionNorm, sep: &str) -> String {
-    match norm {
-        AttractionNorm::Paper => String::new(),
-        AttractionNorm::Numpyro => format!("{sep}attraction=numpyro"),
-    }
-}

@@ -4,7 +4,7 @@ use serde::{Deserialize, Serialize};
 
 use super::{for_each_block, Block};
 
-use crate::error::{Error, Result};
+use crate::error::Result;
 
 /// Adagrad's accumulated squared gradients G and its momentum n.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
@@ -25,15 +25,8 @@ impl AdagradState {
     }
 
     pub(crate) fn step(&mut self, lr: f64, momentum: f64, x: &mut [f64], g: &[f64]) -> Result<()> {
-        // Both buffers: the update zips them, so a short one would leave parameters unmoved.
-        for (name, buf) in [
-            ("Adagrad state `g_sq`", &self.g_sq),
-            ("Adagrad state `n`", &self.n),
-        ] {
-            if buf.len() != x.len() {
-                return Err(Error::shape(name, x.len(), buf.len()));
-            }
-        }
+        // The caller, `OptimizerState::step`, has checked every buffer's length against `x`: the
+        // update zips them, so a short one would leave parameters unmoved.
         let update = |(((x, g), gs), n): Block<'_>| {
             for (((x, g), gs), n) in x.iter_mut().zip(g).zip(gs).zip(n) {
                 *gs += g * g;

@@ -4,7 +4,7 @@ use serde::{Deserialize, Serialize};
 
 use super::{for_each_block, Block};
 
-use crate::error::{Error, Result};
+use crate::error::Result;
 
 /// Adam's first and second moments and its step counter.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
@@ -36,12 +36,8 @@ impl AdamState {
         x: &mut [f64],
         g: &[f64],
     ) -> Result<()> {
-        // Both moments: the update zips them, so a short one would leave parameters unmoved.
-        for (name, buf) in [("Adam state `m`", &self.m), ("Adam state `v`", &self.v)] {
-            if buf.len() != x.len() {
-                return Err(Error::shape(name, x.len(), buf.len()));
-            }
-        }
+        // The caller, `OptimizerState::step`, has checked every buffer's length against `x`: the
+        // update zips them, so a short one would leave parameters unmoved.
         let i = self.t as f64 + 1.0;
         let c1 = 1.0 - b1.powf(i);
         let c2 = 1.0 - b2.powf(i);

@@ -194,19 +194,21 @@ pub enum OptimizerState {
 }
 
 impl OptimizerState {
-    /// The state's buffers with their names in messages.
-    fn buffers(&self) -> Vec<(&'static str, &[f64])> {
-        match self {
-            OptimizerState::Adam(s) => vec![
-                ("Adam first moment `m`", &s.m),
-                ("Adam second moment `v`", &s.v),
+    /// The state's buffers with their names in messages (none for SGD); no allocation, since
+    /// every step checks their lengths.
+    fn buffers(&self) -> impl Iterator<Item = (&'static str, &[f64])> {
+        let pair = match self {
+            OptimizerState::Adam(s) => [
+                Some(("Adam first moment `m`", s.m.as_slice())),
+                Some(("Adam second moment `v`", s.v.as_slice())),
             ],
-            OptimizerState::Adagrad(s) => vec![
-                ("Adagrad accumulator `g_sq`", &s.g_sq),
-                ("Adagrad momentum `n`", &s.n),
+            OptimizerState::Adagrad(s) => [
+                Some(("Adagrad accumulator `g_sq`", s.g_sq.as_slice())),
+                Some(("Adagrad momentum `n`", s.n.as_slice())),
             ],
-            OptimizerState::Sgd(_) => Vec::new(),
-        }
+            OptimizerState::Sgd(_) => [None, None],
+        };
+        pair.into_iter().flatten()
     }
 
     /// Whether the state belongs to `settings`' optimizer (Adam state for Adam, …).
@@ -246,7 +248,7 @@ impl OptimizerState {
     /// [`Error::NonFinite`] naming the buffer, the index and the value; [`Error::Data`] for a
     /// negative accumulated square.
     pub fn check_values(&self) -> Result<()> {
-        for (k, (name, buf)) in self.buffers().into_iter().enumerate() {
+        for (k, (name, buf)) in self.buffers().enumerate() {
             if let Some(i) = buf.iter().position(|v| !v.is_finite()) {
                 return Err(Error::non_finite(format!(
                     "optimizer state: {name}[{i}] = {}",
