@@ -24,15 +24,19 @@ pub fn product(factors: &[u64]) -> Option<u64> {
     factors.iter().try_fold(1u64, |acc, &f| acc.checked_mul(f))
 }
 
-/// Bytes in a readable unit.
-pub fn human(bytes: u64) -> String {
-    let b = bytes as f64;
-    if b >= (1u64 << 40) as f64 {
-        format!("{:.1} TiB", b / (1u64 << 40) as f64)
-    } else if b >= (1u64 << 30) as f64 {
-        format!("{:.1} GiB", b / (1u64 << 30) as f64)
+/// `bytes` in binary units, e.g. "23.6 GiB" ("512 bytes" below 1 KiB).
+pub fn human(bytes: u128) -> String {
+    const UNITS: [&str; 7] = ["bytes", "KiB", "MiB", "GiB", "TiB", "PiB", "EiB"];
+    let mut v = bytes as f64;
+    let mut u = 0;
+    while v >= 1024.0 && u + 1 < UNITS.len() {
+        v /= 1024.0;
+        u += 1;
+    }
+    if u == 0 {
+        format!("{bytes} bytes")
     } else {
-        format!("{:.1} MiB", b / (1u64 << 20) as f64)
+        format!("{v:.1} {}", UNITS[u])
     }
 }
 
@@ -49,8 +53,8 @@ pub fn check_memory(option: &str, what: &str, needed: Option<u64>, available: u6
         Some(n) if n > available => bail!(
             "{option}: {what} would need at least {} of memory, more than this machine's {}; \
              use a smaller value",
-            human(n),
-            human(available)
+            human(n.into()),
+            human(available.into())
         ),
         Some(_) => Ok(()),
     }

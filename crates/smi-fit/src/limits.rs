@@ -19,21 +19,7 @@ pub fn memory_limit() -> u64 {
     smi_experiments::limits::machine_memory()
 }
 
-/// `bytes` in binary units, e.g. "23.6 GiB".
-pub fn human(bytes: u128) -> String {
-    const UNITS: [&str; 7] = ["bytes", "KiB", "MiB", "GiB", "TiB", "PiB", "EiB"];
-    let mut v = bytes as f64;
-    let mut u = 0;
-    while v >= 1024.0 && u + 1 < UNITS.len() {
-        v /= 1024.0;
-        u += 1;
-    }
-    if u == 0 {
-        format!("{bytes} bytes")
-    } else {
-        format!("{v:.1} {}", UNITS[u])
-    }
-}
+pub use smi_experiments::limits::human;
 
 /// One buffer of a run.
 struct Item {
