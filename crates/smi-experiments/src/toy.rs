@@ -67,6 +67,8 @@ fn settings(method: Method, seed: u64) -> MethodSettings {
         .with_seed(seed);
     if let MethodSettings::Stein(st) = &mut s {
         st.repulsion_temperature = 1.0;
+        // SVGD on NumPyro's target, without the log-Jacobian (SteinSettings::svgd_numpyro_parity).
+        st.jacobian = !method.is_point_mass();
     }
     s
 }

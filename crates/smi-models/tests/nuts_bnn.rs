@@ -15,7 +15,7 @@ fn nuts_on_the_low_size_wave_bnn_feeds_predictions() {
         num_warmup: 150,
         num_draws: 100,
         seed: 4,
-        ..NutsSettings::default()
+        ..NutsSettings::numpyro()
     };
     let res = Nuts::new(settings).sample(&model, &mut NoObserver).unwrap();
     assert_eq!((res.draws.rows(), res.draws.cols()), (100, 46));

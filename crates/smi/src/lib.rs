@@ -83,26 +83,35 @@ mod nuts;
 mod optim;
 mod posterior;
 mod stein;
+mod summary;
 mod svi;
 pub mod testing;
 
 pub use engine::{
-    run, EarlyStopSettings, EarlyStopState, Engine, EpochEnd, Epochs, LossTrace, NoObserver,
-    NonFinitePolicy, Observer, Progress, RowSource, RunResult, RunSettings, State, StepInfo,
-    Termination, CHECKPOINT_FORMAT,
+    run, ConvergenceSettings, ConvergenceState, EarlyStopSettings, EarlyStopState, Engine,
+    EpochEnd, Epochs, LossTrace, NoObserver, NonFinitePolicy, ObjectiveWindows, Observer,
+    Progress, RowSource, RunResult, RunSettings, State, StepInfo, Termination, CHECKPOINT_FORMAT,
 };
 pub use error::{Error, Result};
 pub use guide::{GuideSettings, Init};
 pub use matrix::Matrix;
 pub use method::{best_lr, fit, Fit, Method, MethodSettings, LR_GRID};
 pub use model::{
-    check_shapes, inv_softplus, log_sigmoid, sigmoid, softplus, Batch, Batcher, Block, FnDensity,
-    Layout, LogDensity, PerDraw, Rows, Transform,
+    check_shapes, inv_softplus, log_sigmoid, sigmoid, softplus, Batch, Batcher, Block, Constrained,
+    ConstrainedModel, Constraint, FnDensity, Layout, LogDensity, PerDraw, Rows, Transform,
+    SIMPLEX_TOLERANCE,
 };
-pub use nuts::{ess_bulk, ess_mean, split_rhat, ChainDiagnostics, Nuts, NutsResult, NutsSettings};
-pub use optim::{AdagradState, AdamState, OptimizerSettings, OptimizerState, Schedule, SgdState};
+pub use nuts::{
+    e_bfmi, ess_bulk, ess_mean, ess_tail, split_rhat, ChainDiagnostics, DrawStats, MassMatrix,
+    Nuts, NutsResult, NutsSettings, E_BFMI_THRESHOLD,
+};
+pub use optim::{
+    AdagradState, AdamState, LrDecay, LrSchedule, LrScheduleState, OptimizerSettings,
+    OptimizerState, PlateauSettings, Schedule, SgdState,
+};
 pub use posterior::{Mixture, MixtureDraws, Posterior};
 pub use stein::{AttractionNorm, GradientReuse, SteinSettings, SteinVi};
+pub use summary::{Summary, SummaryRow};
 pub use svi::{Svi, SviSettings};
 
 /// The `rand` crates whose types appear in this crate's signatures (`RngCore` in

@@ -25,16 +25,19 @@ use std::fmt;
 use std::str::FromStr;
 use std::time::Instant;
 
+use rand_chacha::ChaCha8Rng;
 use serde::{Deserialize, Serialize};
 
 use crate::engine::{run, Engine, Observer, RunSettings, State, Termination};
 use crate::error::{Error, Result};
 use crate::guide::{GuideSettings, Init};
-use crate::model::LogDensity;
+use crate::matrix::Matrix;
+use crate::model::{Layout, LogDensity};
 use crate::nuts::{Nuts, NutsResult, NutsSettings};
 use crate::optim::{OptimizerSettings, Schedule};
 use crate::posterior::Posterior;
 use crate::stein::{SteinSettings, SteinVi};
+use crate::summary::Summary;
 use crate::svi::{Svi, SviSettings};
 
 /// The paper's learning-rate grid (docs/algorithms.md §7.3), largest first.
@@ -135,16 +138,19 @@ impl Method {
         Ok(out)
     }
 
-    /// The method's preset settings: the paper's defaults (docs/algorithms.md §2, §4, §5).
+    /// The method's preset settings (docs/algorithms.md §2, §4, §5). The variational presets'
+    /// optimizer (and OVI's S = 10) were chosen by measurement so that a run under
+    /// [`crate::RunSettings::until_converged`] reaches the method's fixed point without tuning
+    /// (docs/defaults.md); the paper's experiments set their own optimizers.
     /// `total_steps` is the planned step count, which only ASVGD's cyclical schedule uses.
     ///
     /// | method | preset |
     /// |---|---|
-    /// | smi | [`SteinSettings::smi`]: m = 5, S = 10, RBF, Adagrad(0.05), Normal guides |
-    /// | svgd | [`SteinSettings::svgd`]: m = 5 point masses |
-    /// | asvgd | [`SteinSettings::asvgd`]`(total_steps)` |
-    /// | ovi | [`SviSettings::ovi`]: one Normal guide, Adam(1e-3), S = 1 |
-    /// | map | [`SviSettings::map`]: one point mass, Adam(1e-3) |
+    /// | smi | [`SteinSettings::smi`]: m = 5, S = 10, RBF, Adam(0.1) with reduce-on-plateau, Normal guides |
+    /// | svgd | [`SteinSettings::svgd`]: m = 5 point masses on the proper density (log-Jacobian on; NumPyro's target: [`SteinSettings::svgd_numpyro_parity`]) |
+    /// | asvgd | [`SteinSettings::asvgd`]`(total_steps)`, likewise |
+    /// | ovi | [`SviSettings::ovi`]: one Normal guide, Adam(0.1) with reduce-on-plateau, S = 10 |
+    /// | map | [`SviSettings::map`]: one point mass, Adam(0.1) with reduce-on-plateau |
     /// | nuts | [`NutsSettings::default`] |
     pub fn preset(self, total_steps: u64) -> MethodSettings {
         match self {
@@ -290,6 +296,22 @@ impl MethodSettings {
         self
     }
 
+    /// The model blocks (by [`Layout`] name) that a Stein method keeps as shared
+    /// (non-mixture) parameters: one point for all particles, moved by the plain gradient of
+    /// the mixture ELBO ([`SteinSettings::with_shared`], which derives it). The other methods
+    /// have no particles to share between and are left unchanged. The names are checked
+    /// against the model when the engine is built.
+    pub fn with_shared<I, S>(self, blocks: I) -> Self
+    where
+        I: IntoIterator<Item = S>,
+        S: Into<String>,
+    {
+        match self {
+            MethodSettings::Stein(s) => MethodSettings::Stein(s.with_shared(blocks)),
+            other => other,
+        }
+    }
+
     /// Checks every field.
     ///
     /// # Errors
@@ -358,13 +380,20 @@ pub struct Fit {
     pub skipped_steps: u64,
     /// Seconds spent fitting.
     pub seconds: f64,
-    /// Why the run ended (NUTS: [`Termination::MaxSteps`]).
+    /// Why the run ended (NUTS: [`Termination::MaxSteps`]): the cap, early stopping, or the
+    /// convergence rule of [`RunSettings::convergence`].
     pub termination: Termination,
     /// The loss of every step: ‖φ‖ for Stein methods, −ELBO for OVI and MAP, −log p of every
     /// draw for NUTS.
     pub losses: Vec<f64>,
+    /// The ELBO estimate of every step, beside `losses` (the mixture ELBO for Stein methods,
+    /// NaN for a skipped step; empty for NUTS).
+    pub elbos: Vec<f64>,
     /// NUTS's chains and diagnostics (its draws are also the posterior's), `None` otherwise.
     pub nuts: Option<NutsResult>,
+    /// The model's [`LogDensity::layout`]: names and constraints of θ's blocks, for
+    /// [`Fit::draws`], [`Fit::names`] and [`Fit::summary`].
+    pub layout: Layout,
 }
 
 impl Fit {
@@ -376,6 +405,37 @@ impl Fit {
     /// Whether the early-stopping rule ended the run.
     pub fn early_stopped(&self) -> bool {
         self.termination == Termination::EarlyStopped
+    }
+
+    /// The names of the constrained parameters, the columns of [`Fit::draws`] (Stan's form:
+    /// `"mu"`, `"theta[1]"`, …; [`Layout::constrained_names`]).
+    pub fn names(&self) -> Vec<String> {
+        self.layout.constrained_names()
+    }
+
+    /// Posterior draws in the constrained space, one per row, columns [`Fit::names`]: `n`
+    /// draws from a variational posterior (seeded by `seed`), or every draw of every NUTS
+    /// chain (`n` and `seed` unused). [`Summary::DEFAULT_DRAWS`] = 4000 is a good `n`.
+    ///
+    /// # Errors
+    /// As [`Posterior::constrained_draws`].
+    pub fn draws(&self, n: usize, seed: u64) -> Result<Matrix> {
+        let mut rng = <ChaCha8Rng as rand::SeedableRng>::seed_from_u64(seed);
+        self.posterior.constrained_draws(&self.layout, n, &mut rng)
+    }
+
+    /// The posterior summary in the constrained space by name: for NUTS over its chains with
+    /// bulk/tail ESS and R̂ ([`Summary::from_nuts`]; `n_draws` and `seed` unused), for a
+    /// variational method of `n_draws` draws (default choice [`Summary::DEFAULT_DRAWS`] =
+    /// 4000) without ESS and R̂. Print it with `{}`.
+    ///
+    /// # Errors
+    /// As [`Fit::draws`].
+    pub fn summary(&self, n_draws: usize, seed: u64) -> Result<Summary> {
+        match &self.nuts {
+            Some(nuts) => Summary::from_nuts(nuts, &self.layout),
+            None => Summary::from_draws(&self.names(), &self.draws(n_draws, seed)?),
+        }
     }
 }
 
@@ -404,7 +464,9 @@ pub fn fit<M: LogDensity + ?Sized>(
             seconds: t.elapsed().as_secs_f64(),
             termination: Termination::MaxSteps,
             losses: res.log_density.iter().map(|v| -v).collect(),
+            elbos: Vec::new(),
             nuts: Some(res),
+            layout: model.layout(),
         });
     }
     let engine = settings.build(model)?;
@@ -417,8 +479,10 @@ pub fn fit<M: LogDensity + ?Sized>(
         seconds: res.seconds,
         termination: res.termination,
         losses: res.losses,
+        elbos: res.elbos,
         state: Some(res.state),
         nuts: None,
+        layout: model.layout(),
     })
 }
 
@@ -548,7 +612,7 @@ mod tests {
                 Method::Nuts => MethodSettings::Nuts(NutsSettings {
                     num_warmup: 200,
                     num_draws: 400,
-                    ..NutsSettings::default()
+                    ..NutsSettings::numpyro()
                 }),
                 _ => m
                     .preset(300)

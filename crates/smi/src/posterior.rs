@@ -1,6 +1,8 @@
 //! What a fit leaves behind (docs/algorithms.md §6): [`Posterior`], either a [`Mixture`] of the particles'
 //! guides (SMI and OVI: Normal guides; SVGD, ASVGD and MAP: point masses, i.e. the particles) or
-//! a set of draws (NUTS), with predictive draws, means and variances for both.
+//! a set of draws (NUTS), with predictive draws, means and variances for both (on unconstrained
+//! θ), and draws and summaries in the model's constrained space by name
+//! ([`Posterior::constrained_draws`], [`Posterior::summary`]).
 
 use rand::Rng;
 use rand_distr::{Distribution, StandardNormal};
@@ -9,7 +11,8 @@ use serde::{Deserialize, Serialize};
 use crate::error::{Error, Result};
 use crate::guide::GuideSettings;
 use crate::matrix::Matrix;
-use crate::model::softplus;
+use crate::model::{softplus, Layout};
+use crate::summary::Summary;
 
 /// The result of any method: a mixture of guides or a set of draws.
 #[derive(Clone, Debug, PartialEq)]
@@ -81,6 +84,45 @@ impl Posterior {
             Posterior::Mixture(m) => m.predictive_draws(n, rng),
             Posterior::Draws(d) => Ok(d.clone()),
         }
+    }
+
+    /// Draws in the constrained space of `layout` (the model's [`crate::LogDensity::layout`]),
+    /// n × [`Layout::constrained_dim`], columns named by [`Layout::constrained_names`]: `n`
+    /// mixture draws ([`Mixture::sample`]) mapped by [`Layout::constrain`], or **every** stored
+    /// draw constrained (for [`Posterior::Draws`], `n` is ignored: NUTS's chains are the
+    /// sample).
+    ///
+    /// # Errors
+    /// [`Error::Shape`] when `layout.dim()` is not d; as [`Mixture::sample`].
+    pub fn constrained_draws<R: Rng + ?Sized>(
+        &self,
+        layout: &Layout,
+        n: usize,
+        rng: &mut R,
+    ) -> Result<Matrix> {
+        if layout.dim() != self.dim() {
+            return Err(Error::shape("posterior: layout", self.dim(), layout.dim()));
+        }
+        match self {
+            Posterior::Mixture(m) => layout.constrain_draws(&m.sample(n, rng)?.theta),
+            Posterior::Draws(d) => layout.constrain_draws(d),
+        }
+    }
+
+    /// The [`Summary`] of [`Posterior::constrained_draws`] by parameter name: mean, sd and
+    /// quantiles, without ESS or R̂ (the draws are independent, or their chains are unknown
+    /// here: for NUTS use [`crate::Fit::summary`] or [`Summary::from_nuts`]).
+    ///
+    /// # Errors
+    /// As [`Posterior::constrained_draws`].
+    pub fn summary<R: Rng + ?Sized>(
+        &self,
+        layout: &Layout,
+        n: usize,
+        rng: &mut R,
+    ) -> Result<Summary> {
+        let x = self.constrained_draws(layout, n, rng)?;
+        Summary::from_draws(&layout.constrained_names(), &x)
     }
 
     /// Per-coordinate mean (length d): the mixture's exact mean, or the draws' mean.
@@ -334,6 +376,35 @@ mod tests {
             let mean = idx.iter().map(|&s| draws.theta.get(s, 0)).sum::<f64>() / idx.len() as f64;
             assert!((mean - (c as f64 - 1.0) * 10.0).abs() < 0.01);
         }
+    }
+
+    #[test]
+    fn constrained_draws_map_every_draw_through_the_layout() {
+        let mut layout = Layout::default();
+        layout.push("mu", vec![]);
+        layout
+            .push_constrained("tau", vec![], crate::model::Constraint::Positive)
+            .unwrap();
+        let draws = Matrix::from_rows(&[vec![1.0, 0.0], vec![2.0, 1.0], vec![3.0, -1.0]]).unwrap();
+        let mut rng = rand_chacha::ChaCha8Rng::seed_from_u64(0);
+        let x = Posterior::Draws(draws.clone())
+            .constrained_draws(&layout, 1, &mut rng)
+            .unwrap();
+        assert_eq!(x.rows(), 3, "every stored draw, n ignored");
+        assert_eq!(x.row(1), &[2.0, 1f64.exp()]);
+        // Point masses: every draw is one of the particles, constrained.
+        let post = Posterior::from(Mixture::new(GuideSettings::Delta, draws, 2).unwrap());
+        let x = post.constrained_draws(&layout, 50, &mut rng).unwrap();
+        assert_eq!(x.rows(), 50);
+        // Rows (μ, ln τ) = (1, 0), (2, 1), (3, −1).
+        let tau_of_mu = |mu: f64| f64::exp([0.0, 1.0, -1.0][mu as usize - 1]);
+        assert!(x.iter_rows().all(|r| r[1] == tau_of_mu(r[0])));
+        let s = post.summary(&layout, 400, &mut rng).unwrap();
+        assert_eq!(s.rows()[1].name, "tau");
+        assert!(s.rows()[1].q5 >= (-1f64).exp() && s.rows()[1].rhat.is_none());
+        assert!(post
+            .constrained_draws(&Layout::flat(3), 5, &mut rng)
+            .is_err());
     }
 
     #[test]

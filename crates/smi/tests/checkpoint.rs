@@ -33,6 +33,8 @@ fn settings() -> SteinSettings {
         num_particles: 4,
         num_elbo_particles: 8,
         batch_size: Some(10),
+        // Adagrad's buffers are what the corrupted-checkpoint cases edit (the preset is Adam).
+        optimizer: OptimizerSettings::adagrad(0.05),
         seed: 42,
         ..SteinSettings::smi()
     }

@@ -6,11 +6,22 @@ use rand::seq::SliceRandom;
 use rand::{Rng, SeedableRng};
 use rand_chacha::ChaCha8Rng;
 use smi::testing::{DiagNormal, Funnel};
-use smi::{Engine, GradientReuse, LogDensity, Matrix, Method, MethodSettings};
+use smi::{Engine, GradientReuse, LogDensity, Matrix, Method, MethodSettings, OptimizerSettings};
 use smi_models::{Activation, BnnClassifier, BnnRegression, Mlp, Noise};
 
 /// Seed of every synthetic data set and of the engines.
 pub const SEED: u64 = 20_240_917;
+
+/// The optimizer of the timed steps: NumPyro's Adagrad(0.05) for the Stein methods and
+/// Adam(1e-3) for OVI and MAP (the presets' optimizers before docs/defaults.md), so the
+/// timings compare with NumPyro's and with earlier records.
+fn bench_optimizer(method: Method) -> OptimizerSettings {
+    if method.is_stein() {
+        OptimizerSettings::adagrad(0.05)
+    } else {
+        OptimizerSettings::adam(1e-3)
+    }
+}
 
 /// A named benchmark configuration (model, data shape, m, S, mini-batch size).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -407,11 +418,15 @@ impl Case {
             .preset(1000)
             .with_particles(self.config.particles())
             .with_batch_size(batch)
+            .with_optimizer(bench_optimizer(self.method))
             .with_seed(SEED);
         match &mut settings {
             MethodSettings::Stein(s) => {
                 s.num_elbo_particles = self.draws;
                 s.gradient_reuse = self.reuse;
+                // SVGD/ASVGD on NumPyro's target, without the log-Jacobian
+                // (SteinSettings::svgd_numpyro_parity).
+                s.jacobian = !self.method.is_point_mass();
             }
             MethodSettings::Svi(s) => s.num_elbo_particles = self.draws,
             MethodSettings::Nuts(_) => bail!("NUTS has no step to time"),

@@ -636,8 +636,16 @@ fn run_unit(
     .with_seed(plan.seed);
     match (&mut settings, method) {
         (MethodSettings::Stein(s), Method::Smi) => s.attraction = plan.attraction,
-        (MethodSettings::Stein(s), Method::Asvgd) => s.schedule = asvgd_schedule(total),
+        (MethodSettings::Stein(s), Method::Asvgd) => {
+            s.schedule = asvgd_schedule(total);
+            // NumPyro's target, without the log-Jacobian (SteinSettings::svgd_numpyro_parity).
+            s.jacobian = false;
+        }
+        (MethodSettings::Stein(s), Method::Svgd) => s.jacobian = false,
         (MethodSettings::Svi(s), Method::Map) => s.init = Init::PriorMedian { draws: 15 },
+        // The paper's OVI draws once per step (the preset's S = 10 is the default that
+        // converges without tuning, docs/defaults.md).
+        (MethodSettings::Svi(s), _) => s.num_elbo_particles = 1,
         _ => {}
     }
     let engine = settings.build(model)?;

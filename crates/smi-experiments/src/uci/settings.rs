@@ -60,10 +60,18 @@ impl UnitSettings {
             .with_batch_size(self.batch_size)
             .with_seed(seed);
         if let MethodSettings::Stein(s) = &mut settings {
+            // SVGD/ASVGD on NumPyro's target, without the log-Jacobian
+            // (SteinSettings::svgd_numpyro_parity).
+            s.jacobian = !method.is_point_mass();
             if method == Method::Smi {
                 s.num_elbo_particles = self.elbo_draws;
                 s.attraction = self.attraction;
             }
+        }
+        if let MethodSettings::Svi(s) = &mut settings {
+            // The paper's OVI draws once per step (the preset's S = 10 is the default that
+            // converges without tuning, docs/defaults.md).
+            s.num_elbo_particles = 1;
         }
         Ok(settings)
     }

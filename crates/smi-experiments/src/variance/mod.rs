@@ -131,6 +131,9 @@ impl Setting {
         let mut s = s.with_particles(self.particles).with_seed(seed);
         if let MethodSettings::Stein(st) = &mut s {
             st.repulsion_temperature = self.alpha;
+            // SVGD/ASVGD on NumPyro's target, without the log-Jacobian
+            // (SteinSettings::svgd_numpyro_parity).
+            st.jacobian = !self.method.is_point_mass();
         }
         s
     }

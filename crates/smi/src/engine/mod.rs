@@ -1,15 +1,19 @@
 //! What every engine shares: the [`Engine`] trait, its [`State`], the run loop, observers, early
 //! stopping and checkpoints.
 
+mod convergence;
 mod early_stop;
 mod observe;
 mod runner;
 mod state;
+pub(crate) mod window;
 
+pub use convergence::{ConvergenceSettings, ConvergenceState};
 pub use early_stop::{EarlyStopSettings, EarlyStopState};
 pub use observe::{EpochEnd, LossTrace, NoObserver, Observer, Progress};
 pub use runner::{run, Epochs, RowSource, RunResult, RunSettings, Termination};
 pub use state::{State, CHECKPOINT_FORMAT};
+pub use window::ObjectiveWindows;
 
 use rand::SeedableRng;
 use serde::{Deserialize, Serialize};
@@ -186,6 +190,8 @@ impl<'a> Particles<'a> {
             step: 0,
             skipped_steps: 0,
             early_stop: Default::default(),
+            lr_schedule: Default::default(),
+            convergence: Default::default(),
             fingerprint,
         })
     }
@@ -258,8 +264,9 @@ macro_rules! particle_engine_methods {
 pub(crate) use particle_engine_methods;
 
 /// The shared tail of a step: counts it, then either moves the particles along the ascent
-/// `direction` (the optimizer receives −direction) or, for a recoverable non-finite value under
-/// [`NonFinitePolicy::Skip`], leaves them unchanged and counts the skip.
+/// `direction` (the optimizer receives −direction) at the scheduled learning rate of the step
+/// and feeds the step's ELBO estimate to the schedule, or, for a recoverable non-finite value
+/// under [`NonFinitePolicy::Skip`], leaves them unchanged and counts the skip.
 ///
 /// `result` holds the ascent direction (flattened particles' length), the loss and the ELBO.
 pub(crate) fn apply_ascent(
@@ -278,14 +285,23 @@ pub(crate) fn apply_ascent(
             )))
         }
     });
+    // The schedule's clock: the step's index from 0 (skipped steps count).
+    let t = state.step;
     // Saturating: a loaded state may carry any count.
     state.step = state.step.saturating_add(1);
     match result {
         Ok((mut direction, loss, elbo)) => {
             direction.iter_mut().for_each(|v| *v = -*v);
-            state
-                .optimizer
-                .step(optimizer, state.particles.as_mut_slice(), &direction)?;
+            let lr = optimizer.lr_at(t, &state.lr_schedule);
+            state.optimizer.step_with_lr(
+                optimizer,
+                lr,
+                state.particles.as_mut_slice(),
+                &direction,
+            )?;
+            optimizer
+                .schedule()
+                .observe(optimizer.lr(), t, elbo, &mut state.lr_schedule);
             Ok(StepInfo::new(loss, elbo, false))
         }
         Err(e) if e.is_recoverable() && policy == NonFinitePolicy::Skip => {

@@ -13,19 +13,31 @@ pub struct Progress {
     pub total: u64,
     /// The step's loss: ‖φ‖_F for Stein engines, −ELBO estimate for SVI, −log p for NUTS.
     pub loss: f64,
+    /// The step's ELBO estimate (the objective the variational engines ascend, computed from the
+    /// step's draws before its update): the mixture ELBO for Stein engines (tempered by the
+    /// attraction temperature, so ASVGD's is annealed), the ELBO for OVI, log p for MAP. NaN
+    /// where there is none (NUTS, a skipped step).
+    pub elbo: f64,
     /// A short label of the phase, e.g. `"fit"`, `"warmup"`, `"sampling"`.
     pub phase: &'static str,
 }
 
 impl Progress {
-    /// A progress record.
+    /// A progress record without an ELBO (NaN; see [`Progress::with_elbo`]).
     pub fn new(step: u64, total: u64, loss: f64, phase: &'static str) -> Self {
         Progress {
             step,
             total,
             loss,
+            elbo: f64::NAN,
             phase,
         }
+    }
+
+    /// The same record with the step's ELBO estimate.
+    pub fn with_elbo(mut self, elbo: f64) -> Self {
+        self.elbo = elbo;
+        self
     }
 }
 
@@ -66,16 +78,19 @@ pub struct NoObserver;
 
 impl Observer for NoObserver {}
 
-/// Records every step's loss.
+/// Records every step's loss and ELBO estimate.
 #[derive(Clone, Debug, Default)]
 pub struct LossTrace {
     /// Loss after each step, in order.
     pub losses: Vec<f64>,
+    /// ELBO estimate of each step, in order (NaN where there is none).
+    pub elbos: Vec<f64>,
 }
 
 impl Observer for LossTrace {
     fn on_step(&mut self, p: &Progress) {
         self.losses.push(p.loss);
+        self.elbos.push(p.elbo);
     }
 }
 

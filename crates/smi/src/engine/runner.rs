@@ -1,6 +1,6 @@
 //! The run loop: steps an [`Engine`] to a step budget, with a row source (the engine's own
-//! mini-batches, or epochs of shuffled batches), observers, early stopping and periodic
-//! checkpoints.
+//! mini-batches, or epochs of shuffled batches), observers, early stopping, the convergence rule
+//! and periodic checkpoints.
 
 use std::path::PathBuf;
 use std::time::Instant;
@@ -9,6 +9,7 @@ use rand::seq::SliceRandom;
 use rand::SeedableRng;
 use rand_chacha::ChaCha8Rng;
 
+use crate::engine::convergence::ConvergenceSettings;
 use crate::engine::early_stop::EarlyStopSettings;
 use crate::engine::observe::{EpochEnd, Observer, Progress};
 use crate::engine::state::State;
@@ -77,10 +78,15 @@ impl Epochs {
 /// How long to run and what to do along the way.
 #[derive(Clone, Debug, PartialEq, Default)]
 pub struct RunSettings {
-    /// Run until `state.step == max_steps` (a resumed state continues to the same total).
+    /// Run until `state.step == max_steps` (a resumed state continues to the same total): the
+    /// cap, with a convergence rule.
     pub max_steps: u64,
     /// Stop early by the rule of docs/algorithms.md §7.3 on the step loss (`None`: never; the default).
     pub early_stopping: Option<EarlyStopSettings>,
+    /// Stop once the ELBO estimate has stopped improving, by the rule of
+    /// [`ConvergenceSettings`] (docs/convergence.md); `None` (the default): run to `max_steps`.
+    /// [`RunSettings::until_converged`] sets the rule's defaults.
+    pub convergence: Option<ConvergenceSettings>,
     /// Save the state to this file every `checkpoint_every` steps and at the end.
     pub checkpoint: Option<PathBuf>,
     /// Steps between checkpoints (0: only at the end). With epochs, a multiple of the steps
@@ -98,15 +104,29 @@ impl RunSettings {
             ..Default::default()
         }
     }
+
+    /// Until the ELBO estimate converges by [`ConvergenceSettings::default`], at most
+    /// `max_steps` steps; no early stopping, no checkpoints.
+    pub fn until_converged(max_steps: u64) -> Self {
+        RunSettings::steps(max_steps).with_convergence(ConvergenceSettings::default())
+    }
+
+    /// The same settings with the convergence rule `convergence`.
+    pub fn with_convergence(mut self, convergence: ConvergenceSettings) -> Self {
+        self.convergence = Some(convergence);
+        self
+    }
 }
 
 /// Why a run ended.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Termination {
-    /// The step budget was used up.
+    /// The step budget (the cap) was used up.
     MaxSteps,
     /// The early-stopping rule fired.
     EarlyStopped,
+    /// The convergence rule fired: the ELBO estimate stopped improving.
+    Converged,
 }
 
 /// The outcome of [`run`].
@@ -116,20 +136,24 @@ pub struct RunResult {
     pub state: State,
     /// The loss of every step of this call.
     pub losses: Vec<f64>,
+    /// The ELBO estimate of every step of this call (NaN for a skipped step), beside `losses`.
+    pub elbos: Vec<f64>,
     /// Why the run ended.
     pub termination: Termination,
     /// Wall-clock seconds of this call.
     pub seconds: f64,
 }
 
-/// Steps `engine` from `state` until `settings.max_steps`, the early-stopping rule, or an error.
+/// Steps `engine` from `state` until `settings.max_steps`, the early-stopping rule, the
+/// convergence rule, or an error.
 ///
 /// Observers see every step. With a checkpoint file, the state is saved atomically every
-/// `checkpoint_every` steps and at the end.
+/// `checkpoint_every` steps and at the end. A state whose rule has already fired (early
+/// stopping or convergence, under the same rule) returns at once with that termination.
 ///
 /// # Errors
-/// The first non-recoverable engine error (with the policy `Error`, a non-finite step too), or a
-/// checkpoint write failure.
+/// Invalid convergence or epoch settings; the first non-recoverable engine error (with the
+/// policy `Error`, a non-finite step too), or a checkpoint write failure.
 pub fn run<E: Engine + ?Sized>(
     engine: &E,
     mut state: State,
@@ -138,7 +162,12 @@ pub fn run<E: Engine + ?Sized>(
 ) -> Result<RunResult> {
     let start = Instant::now();
     let mut losses = Vec::new();
+    let mut elbos = Vec::new();
     let mut termination = Termination::MaxSteps;
+    if let Some(c) = &settings.convergence {
+        c.validate()?;
+        state.convergence.prepare(c);
+    }
     let epochs = match &settings.rows {
         RowSource::Engine => None,
         RowSource::Epochs(e) => {
@@ -153,6 +182,8 @@ pub fn run<E: Engine + ?Sized>(
     observer.on_start(settings.max_steps);
     if state.early_stop.stopped && settings.early_stopping.is_some() {
         termination = Termination::EarlyStopped;
+    } else if state.convergence.converged && settings.convergence.is_some() {
+        termination = Termination::Converged;
     }
     while termination == Termination::MaxSteps && state.step < settings.max_steps {
         let info = match epochs {
@@ -170,19 +201,27 @@ pub fn run<E: Engine + ?Sized>(
             }
         };
         losses.push(info.loss);
+        elbos.push(info.elbo);
         if info.loss.is_finite() {
             epoch_sum += info.loss;
             epoch_count += 1;
         }
-        observer.on_step(&Progress::new(
-            state.step,
-            settings.max_steps,
-            info.loss,
-            "fit",
-        ));
+        observer.on_step(
+            &Progress::new(state.step, settings.max_steps, info.loss, "fit").with_elbo(info.elbo),
+        );
         if let Some(es) = &settings.early_stopping {
             if info.loss.is_finite() && state.early_stop.update(es, info.loss) {
                 termination = Termination::EarlyStopped;
+            }
+        }
+        if let Some(c) = &settings.convergence {
+            // Updated even after an early stop, so the state's accumulators do not depend on
+            // which rule fired first.
+            let cuts = state.lr_schedule.cuts;
+            if state.convergence.update(c, state.step, info.elbo, cuts)
+                && termination == Termination::MaxSteps
+            {
+                termination = Termination::Converged;
             }
         }
         if let Some(path) = &settings.checkpoint {
@@ -219,6 +258,7 @@ pub fn run<E: Engine + ?Sized>(
     Ok(RunResult {
         state,
         losses,
+        elbos,
         termination,
         seconds: start.elapsed().as_secs_f64(),
     })

@@ -1,5 +1,6 @@
 //! `State`: every mutable piece of a run (particles, optimizer moments, RNG, step counters,
-//! early-stopping averages), so saving the state is the checkpoint.
+//! early-stopping averages, the learning-rate schedule's and the convergence rule's
+//! accumulators), so saving the state is the checkpoint.
 
 use std::fs::{File, OpenOptions};
 use std::io::{ErrorKind, Write};
@@ -9,12 +10,16 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use rand_chacha::ChaCha8Rng;
 use serde::{Deserialize, Serialize};
 
+use crate::engine::convergence::ConvergenceState;
 use crate::engine::early_stop::EarlyStopState;
 use crate::error::{Error, Result};
 use crate::matrix::Matrix;
-use crate::optim::OptimizerState;
+use crate::optim::{LrScheduleState, OptimizerState};
 
-/// Format tag written into checkpoints; bumped when the layout of `State` changes.
+/// Format tag written into checkpoints; bumped when the layout of `State` changes in a way old
+/// checkpoints cannot be read into. Fields added since (the schedule's and the convergence
+/// rule's accumulators) default to their fresh values, so `smi-state-v1` files written before
+/// them still load.
 pub const CHECKPOINT_FORMAT: &str = "smi-state-v1";
 
 /// The mutable state of a Stein or SVI run.
@@ -32,6 +37,12 @@ pub struct State {
     pub skipped_steps: u64,
     /// Running averages of the early-stopping rule.
     pub early_stop: EarlyStopState,
+    /// The learning-rate schedule's accumulators (reduce-on-plateau), fresh by default.
+    #[serde(default)]
+    pub lr_schedule: LrScheduleState,
+    /// The convergence rule's accumulators, fresh by default.
+    #[serde(default)]
+    pub convergence: ConvergenceState,
     /// The engine configuration this state belongs to (settings and model shape), checked on
     /// load.
     pub fingerprint: String,
@@ -50,7 +61,8 @@ static TMP_COUNTER: AtomicU64 = AtomicU64::new(0);
 impl State {
     /// Checks that the state can be saved and resumed: every optimizer buffer holds one value per
     /// particle entry (m·p), every number — particles, optimizer buffers, early-stopping
-    /// averages — is finite, and the optimizer's accumulated squares are not negative.
+    /// averages, schedule and convergence accumulators — is finite, and the optimizer's
+    /// accumulated squares are not negative.
     /// [`State::save`] and [`State::load`] run it.
     ///
     /// # Errors
@@ -84,7 +96,8 @@ impl State {
                 )));
             }
         }
-        Ok(())
+        self.lr_schedule.validate()?;
+        self.convergence.validate()
     }
 
     /// Writes the state to `path` atomically: into a temporary file of a name unique to this
@@ -239,6 +252,8 @@ mod tests {
             step: 0,
             skipped_steps: 0,
             early_stop: EarlyStopState::default(),
+            lr_schedule: LrScheduleState::default(),
+            convergence: ConvergenceState::default(),
             fingerprint: "tiny".into(),
         }
     }
@@ -282,6 +297,13 @@ mod tests {
             Err(Error::NonFinite { context }) => assert!(context.contains("slow"), "{context}"),
             other => panic!("{other:?}"),
         }
+        assert!(!path.exists());
+        let mut st = tiny();
+        st.convergence.windows.reference = Some(f64::NAN);
+        assert!(matches!(st.save(&path), Err(Error::NonFinite { .. })));
+        let mut st = tiny();
+        st.lr_schedule.plateau.sum = f64::NEG_INFINITY;
+        assert!(matches!(st.save(&path), Err(Error::NonFinite { .. })));
         assert!(!path.exists());
     }
 }

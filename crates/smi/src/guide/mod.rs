@@ -50,8 +50,11 @@ pub enum Init {
         /// r > 0.
         radius: f64,
     },
-    /// The element-wise median of `draws` prior draws (NumPyro's init_to_median, 15 draws);
-    /// needs [`LogDensity::sample_prior`].
+    /// The element-wise median of `draws` prior draws (NumPyro's init_to_median, 15 draws)
+    /// from [`LogDensity::sample_prior`]. A model that cannot sample its prior (its
+    /// `sample_prior` returns [`Error::Unsupported`], the default) gets Uniform(−2, 2) in each
+    /// unconstrained coordinate instead ([`Init::FALLBACK_RADIUS`]), as NumPyro's init_to_median
+    /// falls back to init_to_uniform; any other error of `sample_prior` is returned.
     PriorMedian {
         /// Number of prior draws.
         draws: usize,
@@ -65,6 +68,10 @@ impl Default for Init {
 }
 
 impl Init {
+    /// The radius of the uniform initialisation that [`Init::PriorMedian`] falls back to for a
+    /// model that cannot sample its prior (NumPyro's init_to_uniform default, 2).
+    pub const FALLBACK_RADIUS: f64 = 2.0;
+
     /// Checks the parameters.
     ///
     /// # Errors
@@ -90,7 +97,8 @@ impl Init {
     /// Writes one initial location (length d) into `out`.
     ///
     /// # Errors
-    /// From [`Init::validate`]; from [`LogDensity::sample_prior`] for `PriorMedian`, and
+    /// From [`Init::validate`]; from [`LogDensity::sample_prior`] for `PriorMedian` (except
+    /// [`Error::Unsupported`], which falls back to the uniform init), and
     /// [`Error::InvalidSettings`] when its `draws × d` buffer cannot be allocated.
     pub fn draw<M: LogDensity + ?Sized>(
         &self,
@@ -100,11 +108,7 @@ impl Init {
     ) -> Result<()> {
         self.validate()?;
         match *self {
-            Init::Uniform { radius } => {
-                for o in out.iter_mut() {
-                    *o = rng.random_range(-radius..radius);
-                }
-            }
+            Init::Uniform { radius } => uniform(radius, rng, out),
             Init::PriorMedian { draws } => {
                 let d = out.len();
                 if d == 0 {
@@ -123,7 +127,14 @@ impl Init {
                         )
                     })?;
                 for row in all.chunks_exact_mut(d) {
-                    model.sample_prior(rng, row)?;
+                    match model.sample_prior(rng, row) {
+                        Ok(()) => {}
+                        Err(Error::Unsupported(_)) => {
+                            uniform(Init::FALLBACK_RADIUS, rng, out);
+                            return Ok(());
+                        }
+                        Err(e) => return Err(e),
+                    }
                 }
                 let mut col = vec![0.0; draws];
                 for (c, o) in out.iter_mut().enumerate() {
@@ -140,6 +151,13 @@ impl Init {
             }
         }
         Ok(())
+    }
+}
+
+/// Uniform(−radius, radius) in each coordinate of `out` (NumPyro's init_to_uniform).
+fn uniform(radius: f64, rng: &mut rand_chacha::ChaCha8Rng, out: &mut [f64]) {
+    for o in out.iter_mut() {
+        *o = rng.random_range(-radius..radius);
     }
 }
 
@@ -178,6 +196,20 @@ impl GuideSettings {
         match self {
             GuideSettings::Normal { .. } => d,
             GuideSettings::Delta => 0,
+        }
+    }
+
+    /// The particle columns (of p = `param_dim(d)`) that parameterise the model columns
+    /// `theta_cols` (each < d), in the particle's order: the same columns for Delta; for Normal
+    /// the locs `theta_cols`, then the ρ columns `d + theta_cols`.
+    pub fn param_columns(&self, theta_cols: &[usize], d: usize) -> Vec<usize> {
+        match self {
+            GuideSettings::Normal { .. } => theta_cols
+                .iter()
+                .copied()
+                .chain(theta_cols.iter().map(|c| d + c))
+                .collect(),
+            GuideSettings::Delta => theta_cols.to_vec(),
         }
     }
 

@@ -1,11 +1,15 @@
 //! The model contract: a batched log density with its gradient, on unconstrained parameters.
 
 mod batch;
+mod constrained;
+mod constraint;
 mod layout;
 mod per_draw;
 mod transform;
 
 pub use batch::{Batch, Batcher, Rows};
+pub use constrained::{Constrained, ConstrainedModel};
+pub use constraint::{Constraint, SIMPLEX_TOLERANCE};
 pub use layout::{Block, Layout};
 pub use per_draw::PerDraw;
 pub use transform::{inv_softplus, log_sigmoid, sigmoid, softplus, Transform};
@@ -17,8 +21,11 @@ use crate::error::{Error, Result};
 /// A target density p(θ, D) on unconstrained θ ∈ ℝᵈ, evaluated for many draws at once.
 ///
 /// This is the only thing an engine needs from a model (like nuts-rs's `CpuLogpFunc`, batched).
-/// Constrained latents are the model's business: it works on unconstrained θ, maps it through a
-/// [`crate::Transform`] and adds the log-Jacobian when `batch.jacobian` is set.
+/// Constrained latents are either the model's business (it works on unconstrained θ, maps it
+/// through a transform and adds the log-Jacobian when `batch.jacobian` is set) or the
+/// library's: write a [`ConstrainedModel`] on the constrained values and wrap it in
+/// [`Constrained`], which declares the [`Constraint`]s in its layout and applies the
+/// transforms and Jacobians.
 pub trait LogDensity: Send + Sync {
     /// d, the number of unconstrained parameters.
     fn dim(&self) -> usize;
@@ -43,7 +50,10 @@ pub trait LogDensity: Send + Sync {
         grad: &mut [f64],
     ) -> Result<()>;
 
-    /// Names of the slices of θ (default: one block `"theta"`).
+    /// Names of the slices of θ and their constraints (default: one real block `"theta"`).
+    /// Summaries and constrained draws ([`crate::Fit::summary`], [`crate::Fit::draws`]) map θ
+    /// through these constraints, so a model on unconstrained θ that declares a constrained
+    /// block must use the same transform (e.g. x = exp(u) for [`Constraint::Positive`]).
     fn layout(&self) -> Layout {
         Layout::flat(self.dim())
     }

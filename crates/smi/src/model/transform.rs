@@ -3,6 +3,12 @@
 //!
 //! A model with a positive latent (e.g. a Gamma precision) samples u ∈ ℝ, uses x = T(u) and adds
 //! `log_abs_det_jacobian(u)` to its log density when [`crate::Batch::jacobian`] is set.
+//!
+//! These are the scalar building blocks of the built-in models. To declare a block's support
+//! (so summaries and draws come out constrained, by name) use [`crate::Constraint`] in the
+//! model's [`crate::Layout`]: [`Transform::Exp`] is [`crate::Constraint::Positive`] for one
+//! value, and [`crate::Constrained`] applies the transforms for a model written on the
+//! constrained values.
 
 use serde::{Deserialize, Serialize};
 

@@ -1,4 +1,5 @@
-//! Convergence diagnostics of MCMC chains: rank-normalised split-R̂ and bulk-ESS (Vehtari et al. 2021).
+//! Convergence diagnostics of MCMC chains: rank-normalised split-R̂, bulk- and tail-ESS
+//! (Vehtari et al. 2021).
 //!
 //! Every function takes the draws of one scalar quantity as `chains[c][i]` (M chains of n draws
 //! each, all of the same length). The estimators follow Vehtari, Gelman, Simpson, Carpenter &
@@ -52,6 +53,50 @@ pub fn ess_bulk(chains: &[&[f64]]) -> f64 {
         Some(split) => ess_of_chains(&rank_normalise(&split)),
         None => f64::NAN,
     }
+}
+
+/// Tail effective sample size: the minimum of the ESS of the 5 % and 95 % quantiles (Vehtari
+/// et al. 2021 §4.3), each the ESS of the split chains of the indicator I(x ≤ q), q the
+/// quantile of all pooled draws (R's default type 7, linear interpolation). The ESS relevant for
+/// tail quantities (the 5 % and 95 % quantiles, a 90 % interval).
+///
+/// `chains[c]` holds the n draws of chain c. `NaN` for degenerate input, or when an indicator
+/// is constant (e.g. more than 95 % of the draws tie).
+pub fn ess_tail(chains: &[&[f64]]) -> f64 {
+    let Some(split) = split_chains(chains) else {
+        return f64::NAN;
+    };
+    let mut pooled: Vec<f64> = chains.iter().flat_map(|c| c.iter().copied()).collect();
+    pooled.sort_by(f64::total_cmp);
+    let ess_at = |p: f64| {
+        let q = quantile_sorted(&pooled, p);
+        let indicator: Vec<Vec<f64>> = split
+            .iter()
+            .map(|c| c.iter().map(|&x| f64::from(u8::from(x <= q))).collect())
+            .collect();
+        ess_of_chains(&indicator)
+    };
+    let (lo, hi) = (ess_at(0.05), ess_at(0.95));
+    if lo.is_nan() || hi.is_nan() {
+        f64::NAN
+    } else {
+        lo.min(hi)
+    }
+}
+
+/// The `p`-quantile of ascending `sorted` values by linear interpolation between order
+/// statistics (R's default type 7, NumPy's default `linear`): with h = (n − 1)p, the value
+/// x₍⌊h⌋₎ + (h − ⌊h⌋)(x₍⌊h⌋+1₎ − x₍⌊h⌋₎) (0-based). `NaN` for no values; `p` is clamped to
+/// [0, 1].
+pub(crate) fn quantile_sorted(sorted: &[f64], p: f64) -> f64 {
+    let n = sorted.len();
+    if n == 0 {
+        return f64::NAN;
+    }
+    let h = (n - 1) as f64 * p.clamp(0.0, 1.0);
+    let lo = h.floor() as usize;
+    let hi = (lo + 1).min(n - 1);
+    sorted[lo] + (h - lo as f64) * (sorted[hi] - sorted[lo])
 }
 
 /// Effective sample size of the mean: the ESS of the split chains without rank normalisation
@@ -345,6 +390,34 @@ mod tests {
         assert!(z[0][1] < z[0][2] && z[0][2] < z[0][0]);
         assert_eq!(z[0][2], z[0][3]);
         assert!((z[0][2]).abs() < 1e-12, "middle ranks map to 0");
+    }
+
+    #[test]
+    fn tail_ess_of_iid_draws_is_full_and_of_sticky_tails_is_small() {
+        let c = iid_chains(6, 4, 1000, &[0.0; 4]);
+        let ess = ess_tail(&refs(&c));
+        // The ESS of an iid indicator is S up to the estimator's noise (≈ ±10 % here).
+        assert!((ess / 4000.0 - 1.0).abs() < 0.15, "ess_tail {ess}");
+        // Autocorrelated chains lose tail ESS as well (AR(1), φ = 0.9: ≈ S/19 for the mean;
+        // the tail indicators mix a little faster but stay far below S).
+        let c = ar1_chains(7, 4, 2000, 0.9);
+        assert!(ess_tail(&refs(&c)) < 2000.0);
+        // One chain stuck in the upper tail: the 95 % indicator sees it, ESS collapses.
+        let mut c = iid_chains(8, 4, 1000, &[0.0; 4]);
+        c[3].iter_mut().for_each(|x| *x = 2.0 + x.abs());
+        assert!(ess_tail(&refs(&c)) < 200.0);
+        assert!(ess_tail(&[&[1.0; 10], &[1.0; 10]]).is_nan());
+    }
+
+    #[test]
+    fn quantiles_interpolate_as_r_type_7() {
+        let v = [1.0, 2.0, 4.0, 8.0];
+        // h = 3p: p = 0.5 → between 2 and 4; p = 0.05 → 1 + 0.15·1.
+        assert_eq!(quantile_sorted(&v, 0.5), 3.0);
+        assert!((quantile_sorted(&v, 0.05) - 1.15).abs() < 1e-15);
+        assert_eq!(quantile_sorted(&v, 1.0), 8.0);
+        assert_eq!(quantile_sorted(&v, 0.0), 1.0);
+        assert!(quantile_sorted(&[], 0.5).is_nan());
     }
 
     #[test]

@@ -69,7 +69,8 @@ mod tests {
         assert!(OptimizerSettings::adam(f64::NAN).validate().is_err());
         assert!(OptimizerSettings::Adagrad {
             lr: 0.1,
-            momentum: 1.5
+            momentum: 1.5,
+            schedule: Default::default(),
         }
         .validate()
         .is_err());

@@ -5,11 +5,13 @@
 
 mod adagrad;
 mod adam;
+mod lr_schedule;
 mod schedule;
 mod sgd;
 
 pub use adagrad::AdagradState;
 pub use adam::AdamState;
+pub use lr_schedule::{LrDecay, LrSchedule, LrScheduleState, PlateauSettings};
 pub use schedule::Schedule;
 pub use sgd::SgdState;
 
@@ -47,7 +49,9 @@ fn for_each_block(
     }
 }
 
-/// Which optimizer and its hyperparameters.
+/// Which optimizer and its hyperparameters, with its learning-rate schedule (a constant rate
+/// unless set by [`OptimizerSettings::with_schedule`]; a constant schedule is left out of the
+/// JSON, so settings without one serialise, and fingerprint, as before schedules existed).
 #[derive(Clone, Copy, Debug, PartialEq, Serialize, Deserialize)]
 #[serde(tag = "kind", rename_all = "snake_case")]
 pub enum OptimizerSettings {
@@ -61,6 +65,9 @@ pub enum OptimizerSettings {
         b2: f64,
         /// Denominator offset.
         eps: f64,
+        /// The learning-rate schedule (default: constant).
+        #[serde(default, skip_serializing_if = "LrSchedule::is_constant")]
+        schedule: LrSchedule,
     },
     /// NumPyro's Adagrad with momentum (0.9 by [`OptimizerSettings::adagrad`]): not textbook
     /// Adagrad (docs/algorithms.md §2.4). NumPyro recommends it for SteinVI.
@@ -69,11 +76,17 @@ pub enum OptimizerSettings {
         lr: f64,
         /// Momentum on the normalised gradient.
         momentum: f64,
+        /// The learning-rate schedule (default: constant).
+        #[serde(default, skip_serializing_if = "LrSchedule::is_constant")]
+        schedule: LrSchedule,
     },
     /// Plain gradient descent x ← x − lr·g.
     Sgd {
         /// Step size.
         lr: f64,
+        /// The learning-rate schedule (default: constant).
+        #[serde(default, skip_serializing_if = "LrSchedule::is_constant")]
+        schedule: LrSchedule,
     },
 }
 
@@ -85,32 +98,65 @@ impl OptimizerSettings {
             b1: 0.9,
             b2: 0.999,
             eps: 1e-8,
+            schedule: LrSchedule::default(),
         }
     }
 
     /// NumPyro's Adagrad with momentum 0.9.
     pub fn adagrad(lr: f64) -> Self {
-        OptimizerSettings::Adagrad { lr, momentum: 0.9 }
+        OptimizerSettings::Adagrad {
+            lr,
+            momentum: 0.9,
+            schedule: LrSchedule::default(),
+        }
     }
 
     /// Plain SGD.
     pub fn sgd(lr: f64) -> Self {
-        OptimizerSettings::Sgd { lr }
+        OptimizerSettings::Sgd {
+            lr,
+            schedule: LrSchedule::default(),
+        }
     }
 
-    /// The learning rate.
+    /// The same optimizer under the learning-rate schedule `schedule`.
+    pub fn with_schedule(mut self, schedule: LrSchedule) -> Self {
+        match &mut self {
+            OptimizerSettings::Adam { schedule: s, .. }
+            | OptimizerSettings::Adagrad { schedule: s, .. }
+            | OptimizerSettings::Sgd { schedule: s, .. } => *s = schedule,
+        }
+        self
+    }
+
+    /// The base learning rate (the rate of every step under a constant schedule).
     pub fn lr(&self) -> f64 {
         match *self {
             OptimizerSettings::Adam { lr, .. }
             | OptimizerSettings::Adagrad { lr, .. }
-            | OptimizerSettings::Sgd { lr } => lr,
+            | OptimizerSettings::Sgd { lr, .. } => lr,
         }
+    }
+
+    /// The learning-rate schedule.
+    pub fn schedule(&self) -> &LrSchedule {
+        match self {
+            OptimizerSettings::Adam { schedule, .. }
+            | OptimizerSettings::Adagrad { schedule, .. }
+            | OptimizerSettings::Sgd { schedule, .. } => schedule,
+        }
+    }
+
+    /// The rate of step `t` (from 0) under the schedule, given its `state`.
+    pub fn lr_at(&self, t: u64, state: &LrScheduleState) -> f64 {
+        self.schedule().lr(self.lr(), t, state)
     }
 
     /// Checks the hyperparameters.
     ///
     /// # Errors
-    /// [`Error::InvalidSettings`] for a non-positive or non-finite lr, or decays outside [0, 1).
+    /// [`Error::InvalidSettings`] for a non-positive or non-finite lr, decays outside [0, 1), or
+    /// an invalid schedule ([`LrSchedule::validate`]).
     pub fn validate(&self) -> Result<()> {
         let lr = self.lr();
         if !(lr.is_finite() && lr > 0.0) {
@@ -143,7 +189,7 @@ impl OptimizerSettings {
             OptimizerSettings::Adagrad { momentum, .. } => unit("momentum", momentum)?,
             OptimizerSettings::Sgd { .. } => {}
         }
-        Ok(())
+        self.schedule().validate(lr)
     }
 
     /// Fresh state for `n` parameters, reporting a failed allocation as an error instead of
@@ -271,14 +317,30 @@ impl OptimizerState {
         Ok(())
     }
 
-    /// One update x ← x − (transformed g), with `g` the gradient of a minimiser.
+    /// One update x ← x − (transformed g), with `g` the gradient of a minimiser, at the base
+    /// rate (the engines use [`OptimizerState::step_with_lr`] with the scheduled rate).
+    ///
+    /// # Errors
+    /// As [`OptimizerState::step_with_lr`].
+    pub fn step(
+        &mut self,
+        settings: &OptimizerSettings,
+        params: &mut [f64],
+        grad: &[f64],
+    ) -> Result<()> {
+        self.step_with_lr(settings, settings.lr(), params, grad)
+    }
+
+    /// One update at the rate `lr` in place of the settings' base rate (the other
+    /// hyperparameters from `settings`).
     ///
     /// # Errors
     /// [`Error::Shape`] if `params`, `grad` and any buffer of the state differ in length;
     /// [`Error::Checkpoint`] if the state does not belong to `settings`' optimizer.
-    pub fn step(
+    pub fn step_with_lr(
         &mut self,
         settings: &OptimizerSettings,
+        lr: f64,
         params: &mut [f64],
         grad: &[f64],
     ) -> Result<()> {
@@ -287,13 +349,13 @@ impl OptimizerState {
         }
         self.check_len(params.len())?;
         match (self, *settings) {
-            (OptimizerState::Adam(s), OptimizerSettings::Adam { lr, b1, b2, eps }) => {
+            (OptimizerState::Adam(s), OptimizerSettings::Adam { b1, b2, eps, .. }) => {
                 s.step(lr, b1, b2, eps, params, grad)
             }
-            (OptimizerState::Adagrad(s), OptimizerSettings::Adagrad { lr, momentum }) => {
+            (OptimizerState::Adagrad(s), OptimizerSettings::Adagrad { momentum, .. }) => {
                 s.step(lr, momentum, params, grad)
             }
-            (OptimizerState::Sgd(_), OptimizerSettings::Sgd { lr }) => {
+            (OptimizerState::Sgd(_), OptimizerSettings::Sgd { .. }) => {
                 params.iter_mut().zip(grad).for_each(|(x, g)| *x -= lr * g);
                 Ok(())
             }
@@ -360,6 +422,37 @@ mod tests {
             );
             assert_eq!(x, vec![1.0; 3], "no parameter moves on a shape error");
         }
+    }
+
+    #[test]
+    fn schedules_serialise_only_when_set_and_old_settings_still_parse() {
+        // The JSON of settings without a schedule is the one written before schedules existed
+        // (it is part of engine fingerprints and records).
+        let plain = OptimizerSettings::adagrad(0.05);
+        let json = serde_json::to_string(&plain).unwrap();
+        assert_eq!(json, r#"{"kind":"adagrad","lr":0.05,"momentum":0.9}"#);
+        assert_eq!(
+            serde_json::from_str::<OptimizerSettings>(&json).unwrap(),
+            plain
+        );
+        let scheduled = OptimizerSettings::adam(0.01)
+            .with_schedule(LrSchedule::plateau(PlateauSettings::default(), 1e-4).with_warmup(50));
+        let json = serde_json::to_string(&scheduled).unwrap();
+        assert!(
+            json.contains(r#""decay":{"kind":"plateau","factor":0.5"#),
+            "{json}"
+        );
+        let back: OptimizerSettings = serde_json::from_str(&json).unwrap();
+        assert_eq!(back, scheduled);
+        assert_eq!(back.schedule().warmup_steps, 50);
+        // The rate the engines use: the schedule's at step t.
+        let st = LrScheduleState::default();
+        assert_eq!(scheduled.lr_at(0, &st), 0.01 / 50.0);
+        assert_eq!(scheduled.lr_at(60, &st), 0.01);
+        assert!(OptimizerSettings::sgd(0.1)
+            .with_schedule(LrSchedule::cosine(10, 0.5))
+            .validate()
+            .is_err());
     }
 
     #[test]

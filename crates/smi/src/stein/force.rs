@@ -9,6 +9,8 @@ use crate::matrix::{try_resize, Matrix};
 use crate::model::Batch;
 use crate::model::LogDensity;
 
+use super::shared::Shared;
+
 /// Values below which a parallel loop stays on the calling thread (no rayon dispatch for tiny
 /// steps such as SVGD's).
 const MIN_PAR_VALUES: usize = 1 << 15;
@@ -23,13 +25,35 @@ pub(crate) struct Scratch {
     grad: Vec<f64>,
     logq: Vec<f64>,
     gradq: Vec<f64>,
+    /// With shared parameters: the Stein part of the draws (K×d_T) and of their gradients.
+    theta_stein: Vec<f64>,
+    grad_stein: Vec<f64>,
+}
+
+/// The shared point of a step: the column split and η.
+pub(crate) struct SharedPoint<'a> {
+    pub(crate) split: &'a Shared,
+    pub(crate) eta: &'a [f64],
+}
+
+/// What [`elbo_gradients`] returns.
+pub(crate) struct ElboGradients {
+    /// One m×p_T matrix of ĝ per group (p_T: the Stein part's width, p without shared
+    /// parameters).
+    pub(crate) ghats: Vec<Matrix>,
+    /// The mixture-ELBO estimate.
+    pub(crate) elbo: f64,
+    /// ∇_η L of the shared parameters (empty without them).
+    pub(crate) grad_eta: Vec<f64>,
 }
 
 /// The ELBO gradients of `groups` independent sets of draws.
 ///
-/// `eps` holds `groups·m·S` rows of noise (row (g·m + i)·S + s is draw s of particle i in group
-/// g); `batch` covers the same `groups·m·S` draws. Returns one m×p matrix of ĝ per group and the
-/// mixture-ELBO estimate mean(τ·log p − log q_mix) over all draws.
+/// `particles` are the Stein part of the particles (m×p_T, all of them without shared
+/// parameters); `eps` holds `groups·m·S` rows of noise of the Stein part (row (g·m + i)·S + s is
+/// draw s of particle i in group g); `batch` covers the same `groups·m·S` draws. With `shared`,
+/// each draw's shared columns are η. Returns one m×p_T matrix of ĝ per group, the mixture-ELBO
+/// estimate mean(τ·log p − log q_mix) over all draws, and ∇_η L.
 ///
 /// ĝ_i = (1/S) Σ_s (∂θ_s/∂ψ_i)ᵀ [τ ∇log p(θ_s) − ∇log q_mix(θ_s)], the mixture's parameters held
 /// constant; E[ĝ_i] = m·∇_{ψ_i} L (docs/algorithms.md §2.2).
@@ -43,23 +67,100 @@ pub(crate) fn elbo_gradients<M: LogDensity + ?Sized>(
     tau: f64,
     draws_per_particle: usize,
     groups: usize,
+    shared: Option<SharedPoint<'_>>,
     scratch: &mut Scratch,
-) -> Result<(Vec<Matrix>, f64)> {
+) -> Result<ElboGradients> {
     let m = particles.rows();
-    let p = particles.cols();
     let d = model.dim();
+    let dt = shared.as_ref().map_or(d, |sh| sh.split.stein_dim());
     let s = draws_per_particle;
     let k = groups * m * s;
-    let nd = guide.noise_dim(d);
-    let sc = scratch;
+    let Scratch {
+        theta,
+        logp,
+        grad,
+        logq,
+        gradq,
+        theta_stein,
+        grad_stein,
+        ..
+    } = scratch;
     // Sizes from user settings (m, S): a failed allocation is an error, not an abort.
-    try_resize(&mut sc.theta, k * d, "the step's K×d draws")?;
-    try_resize(&mut sc.logp, k, "the step's K log densities")?;
-    try_resize(&mut sc.grad, k * d, "the step's K×d gradients")?;
-    try_resize(&mut sc.logq, k, "the step's K mixture densities")?;
-    try_resize(&mut sc.gradq, k * d, "the step's K×d mixture gradients")?;
-    // Draws of each (group, particle) block are independent: fill them in parallel.
-    sc.theta
+    try_resize(theta, k * d, "the step's K×d draws")?;
+    try_resize(logp, k, "the step's K log densities")?;
+    try_resize(grad, k * d, "the step's K×d gradients")?;
+    try_resize(logq, k, "the step's K mixture densities")?;
+    try_resize(gradq, k * dt, "the step's K×d mixture gradients")?;
+    if let Some(sh) = &shared {
+        try_resize(theta_stein, k * dt, "the step's K×d draws")?;
+        try_resize(grad_stein, k * dt, "the step's K×d gradients")?;
+        sample(guide, particles, eps, s, dt, theta_stein);
+        sh.split.scatter_draws(theta_stein, sh.eta, theta);
+    } else {
+        sample(guide, particles, eps, s, d, theta);
+    }
+    model.log_density_and_grad(theta, batch, logp, grad)?;
+    if let Some(bad) = logp.iter().position(|v| !v.is_finite()) {
+        return Err(Error::non_finite(format!(
+            "model log density of draw {bad}"
+        )));
+    }
+    // The Stein part's draws and model gradients (all of them without shared parameters).
+    let (theta, grad, grad_eta) = match &shared {
+        Some(sh) => {
+            let g_eta = sh.split.split_gradients(grad, tau, grad_stein);
+            (&theta_stein[..], &mut grad_stein[..], g_eta)
+        }
+        None => (&theta[..], &mut grad[..], Vec::new()),
+    };
+    // A non-finite gradient propagates into ĝ and φ, which the step checks before updating.
+    guide.mixture_log_density(particles, theta, logq, gradq);
+    let mut elbo = 0.0;
+    for (lp, lq) in logp.iter().zip(logq.iter()) {
+        elbo += tau * lp - lq;
+    }
+    elbo /= k as f64;
+    for (g, gq) in grad.iter_mut().zip(gradq.iter()) {
+        *g = tau * *g - gq;
+    }
+    let nd = guide.noise_dim(dt);
+    let p = particles.cols();
+    let mut ghats = Vec::with_capacity(groups);
+    for g in 0..groups {
+        let mut ghat = Matrix::try_zeros(m, p)?;
+        let first = g * m * s;
+        ghat.as_mut_slice()
+            .par_chunks_mut(p)
+            .with_min_len(MIN_PAR_VALUES.div_ceil(s * dt))
+            .enumerate()
+            .for_each(|(i, row)| {
+                let blk = first + i * s;
+                let e = &eps[blk * nd..(blk + s) * nd];
+                guide.pullback(particles.row(i), e, &grad[blk * dt..(blk + s) * dt], row);
+            });
+        ghats.push(ghat);
+    }
+    Ok(ElboGradients {
+        ghats,
+        elbo,
+        grad_eta,
+    })
+}
+
+/// Reparameterised draws of every (group, particle) block into `theta` (K×`d`, `d` the guide's
+/// dimension): block `blk` is S draws of particle `blk mod m` from noise rows `blk·S..`. Blocks
+/// are independent: filled in parallel.
+fn sample(
+    guide: &GuideSettings,
+    particles: &Matrix,
+    eps: &[f64],
+    s: usize,
+    d: usize,
+    theta: &mut [f64],
+) {
+    let m = particles.rows();
+    let nd = guide.noise_dim(d);
+    theta
         .par_chunks_mut(s * d)
         .with_min_len(MIN_PAR_VALUES.div_ceil(s * d))
         .enumerate()
@@ -67,38 +168,6 @@ pub(crate) fn elbo_gradients<M: LogDensity + ?Sized>(
             let e = &eps[blk * s * nd..(blk + 1) * s * nd];
             guide.sample(particles.row(blk % m), e, theta);
         });
-    model.log_density_and_grad(&sc.theta, batch, &mut sc.logp, &mut sc.grad)?;
-    if let Some(bad) = sc.logp.iter().position(|v| !v.is_finite()) {
-        return Err(Error::non_finite(format!(
-            "model log density of draw {bad}"
-        )));
-    }
-    // A non-finite gradient propagates into ĝ and φ, which the step checks before updating.
-    guide.mixture_log_density(particles, &sc.theta, &mut sc.logq, &mut sc.gradq);
-    let mut elbo = 0.0;
-    for (lp, lq) in sc.logp.iter().zip(&sc.logq) {
-        elbo += tau * lp - lq;
-    }
-    elbo /= k as f64;
-    for (g, gq) in sc.grad.iter_mut().zip(&sc.gradq) {
-        *g = tau * *g - gq;
-    }
-    let mut out = Vec::with_capacity(groups);
-    for g in 0..groups {
-        let mut ghat = Matrix::try_zeros(m, p)?;
-        let first = g * m * s;
-        ghat.as_mut_slice()
-            .par_chunks_mut(p)
-            .with_min_len(MIN_PAR_VALUES.div_ceil(s * d))
-            .enumerate()
-            .for_each(|(i, row)| {
-                let blk = first + i * s;
-                let e = &eps[blk * nd..(blk + s) * nd];
-                guide.pullback(particles.row(i), e, &sc.grad[blk * d..(blk + s) * d], row);
-            });
-        out.push(ghat);
-    }
-    Ok((out, elbo))
 }
 
 #[cfg(test)]
@@ -119,9 +188,9 @@ mod tests {
     ) -> Vec<Matrix> {
         let mut sc = Scratch::default();
         let batch = Batch::full();
-        elbo_gradients(target, guide, parts, eps, &batch, 1.0, s, 1, &mut sc)
+        elbo_gradients(target, guide, parts, eps, &batch, 1.0, s, 1, None, &mut sc)
             .unwrap()
-            .0
+            .ghats
     }
 
     fn log_n(x: f64, mu: f64, s: f64) -> f64 {
@@ -145,7 +214,7 @@ mod tests {
         let eps = vec![0.3, -1.1, 0.7];
         let guide = GuideSettings::normal();
         let mut sc = Scratch::default();
-        let (_, elbo) = elbo_gradients(
+        let elbo = elbo_gradients(
             &model(),
             &guide,
             &parts,
@@ -154,9 +223,11 @@ mod tests {
             1.0,
             1,
             1,
+            None,
             &mut sc,
         )
-        .unwrap();
+        .unwrap()
+        .elbo;
         let xs = [-1.0, 0.5, 3.0];
         let want: f64 = (0..3)
             .map(|i| {

@@ -7,6 +7,9 @@
 
 pub(crate) mod force;
 mod settings;
+mod shared;
+#[cfg(test)]
+mod tests;
 
 pub use settings::{AttractionNorm, GradientReuse, SteinSettings};
 
@@ -40,6 +43,8 @@ pub struct SteinVi<'a, M: LogDensity + ?Sized> {
     settings: SteinSettings,
     kernel: Box<dyn Kernel>,
     layout: Layout,
+    /// The shared (non-mixture) parameters, if any.
+    shared: Option<shared::Shared>,
     batcher: Batcher,
     name: String,
     scratch: Mutex<force::Scratch>,
@@ -50,14 +55,19 @@ impl<'a, M: LogDensity + ?Sized> SteinVi<'a, M> {
     ///
     /// # Errors
     /// [`Error::InvalidSettings`] from [`SteinSettings::validate`], when the batch size
-    /// exceeds the model's data, or when a step's buffers for this model (m×p particles, K×d
-    /// draws with K = m·S, the kernel's m×m×p gradients, …) would exceed the address space.
+    /// exceeds the model's data, when a step's buffers for this model (m×p particles, K×d
+    /// draws with K = m·S, the kernel's m×m×p gradients, …) would exceed the address space,
+    /// or (field `shared`) when a shared block is not a block of the model's layout or every
+    /// block is shared.
     pub fn new(model: &'a M, settings: SteinSettings) -> Result<Self> {
         settings.validate()?;
         check_sizes(model.dim(), &settings)?;
         let batcher = engine::batcher_for(model, settings.batch_size)?;
         let kernel = settings.kernel.build()?;
-        let layout = settings.guide.layout(&model.layout());
+        let model_layout = model.layout();
+        let shared =
+            shared::Shared::new(&model_layout, model.dim(), &settings.shared, settings.guide)?;
+        let layout = settings.guide.layout(&model_layout);
         let name = match (settings.guide, settings.schedule) {
             (crate::GuideSettings::Delta, crate::Schedule::Cyclical { .. }) => "asvgd",
             (crate::GuideSettings::Delta, _) => "svgd",
@@ -70,6 +80,7 @@ impl<'a, M: LogDensity + ?Sized> SteinVi<'a, M> {
             settings,
             kernel,
             layout,
+            shared,
             name,
             scratch: Mutex::new(force::Scratch::default()),
         })
@@ -80,7 +91,7 @@ impl<'a, M: LogDensity + ?Sized> SteinVi<'a, M> {
         &self.settings
     }
 
-    /// The names of a particle's columns.
+    /// The names of a particle's columns (shared blocks included).
     pub fn particle_layout(&self) -> &Layout {
         &self.layout
     }
@@ -88,13 +99,23 @@ impl<'a, M: LogDensity + ?Sized> SteinVi<'a, M> {
     /// The Stein force φ (m×p) at the current particles, with the ELBO estimate, drawing noise
     /// and batches from `state.rng` (the state's particles are not changed).
     ///
+    /// With shared parameters ([`SteinSettings::shared`]) the kernel and the force act on the
+    /// Stein columns only; every row's shared location columns hold the ascent gradient ∇_η L
+    /// of the mixture ELBO, and the shared blocks' ρ columns (Normal guide) 0.
+    ///
     /// # Errors
     /// As [`Engine::step`], and [`Error::NonFinite`] for a non-finite model value.
     pub fn force(&self, state: &mut State, rows: Option<&[usize]>) -> Result<(Matrix, f64)> {
         let st = &self.settings;
         let d = self.model.dim();
         engine::check_particles(state, st.num_particles, st.guide.param_dim(d))?;
-        let m = state.particles.rows();
+        let split = self.shared.as_ref();
+        let split_parts = split.map(|sh| sh.stein_particles(&state.particles));
+        let eta = split.map(|sh| sh.point(&state.particles));
+        // The Stein part of the particles: all of them without shared parameters.
+        let parts = split_parts.as_ref().unwrap_or(&state.particles);
+        let dt = split.map_or(d, |sh| sh.stein_dim());
+        let m = parts.rows();
         let s = st.num_elbo_particles;
         let groups = match st.gradient_reuse {
             crate::GradientReuse::Shared => 1,
@@ -106,7 +127,7 @@ impl<'a, M: LogDensity + ?Sized> SteinVi<'a, M> {
             .lock()
             .map_err(|_| Error::Data("scratch buffer poisoned by an earlier panic".into()))?;
         let mut eps = std::mem::take(&mut scratch.eps);
-        let resized = try_resize(&mut eps, k * st.guide.noise_dim(d), "the step's noise");
+        let resized = try_resize(&mut eps, k * st.guide.noise_dim(dt), "the step's noise");
         if let Err(e) = resized {
             scratch.eps = eps;
             return Err(e);
@@ -119,26 +140,35 @@ impl<'a, M: LogDensity + ?Sized> SteinVi<'a, M> {
         batch.jacobian = st.jacobian;
         let tau = st.loss_temperature * st.schedule.value(state.step);
         let result = batch.validate(self.model.num_data(), k).and_then(|_| {
+            let shared = split
+                .zip(eta.as_deref())
+                .map(|(split, eta)| force::SharedPoint { split, eta });
             force::elbo_gradients(
                 self.model,
                 &st.guide,
-                &state.particles,
+                parts,
                 &eps,
                 &batch,
                 tau,
                 s,
                 groups,
+                shared,
                 &mut scratch,
             )
         });
         scratch.eps = eps;
         drop(scratch);
-        let (ghats, elbo) = result?;
-        let gram = self.kernel.compute(&state.particles, &self.layout)?;
+        let force::ElboGradients {
+            ghats,
+            elbo,
+            grad_eta,
+        } = result?;
+        let kernel_layout = split.map_or(&self.layout, |sh| sh.kernel_layout());
+        let gram = self.kernel.compute(parts, kernel_layout)?;
         let mut phi = match st.gradient_reuse {
             crate::GradientReuse::Shared => gram.weights.attract(&ghats[0]),
             crate::GradientReuse::PerPair => {
-                let mut a = Matrix::zeros(m, state.particles.cols());
+                let mut a = Matrix::zeros(m, parts.cols());
                 for (l, g) in ghats.iter().enumerate() {
                     let al = gram.weights.attract(g);
                     a.row_mut(l).copy_from_slice(al.row(l));
@@ -154,6 +184,9 @@ impl<'a, M: LogDensity + ?Sized> SteinVi<'a, M> {
         for (f, r) in phi.as_mut_slice().iter_mut().zip(gram.repulsion.as_slice()) {
             *f = c_att * *f + c_rep * r;
         }
+        if let Some(sh) = split {
+            phi = sh.direction(&phi, &grad_eta, state.particles.cols());
+        }
         Ok((phi, elbo))
     }
 
@@ -165,10 +198,46 @@ impl<'a, M: LogDensity + ?Sized> SteinVi<'a, M> {
 }
 
 impl<M: LogDensity + ?Sized> Engine for SteinVi<'_, M> {
-    engine::particle_engine_methods!();
-
     fn name(&self) -> &str {
         &self.name
+    }
+
+    /// A fresh state; with shared parameters every particle's shared columns take particle 0's
+    /// initial value (and the Normal guide's ρ of them [`SteinSettings::SHARED_RHO`]).
+    fn init(&self) -> Result<State> {
+        let st = &self.settings;
+        let mut state = self
+            .particles()
+            .init(self.model, &st.init, st.seed, self.fingerprint())?;
+        if let Some(sh) = &self.shared {
+            sh.tie(&mut state.particles);
+        }
+        Ok(state)
+    }
+
+    fn posterior(&self, state: &State) -> Mixture {
+        self.particles().mixture(state)
+    }
+
+    fn fingerprint(&self) -> String {
+        engine::fingerprint(self.name(), self.model, &self.settings)
+    }
+
+    /// As the trait's, and with shared parameters a checkpoint whose rows disagree on them is
+    /// an [`Error::Checkpoint`].
+    fn load_state(&self, path: &std::path::Path) -> Result<State> {
+        let state = self.particles().load(path, &self.fingerprint())?;
+        if let Some(why) = self
+            .shared
+            .as_ref()
+            .and_then(|sh| sh.untied(&state.particles))
+        {
+            return Err(Error::Checkpoint(format!(
+                "{} does not fit this engine: {why}",
+                path.display()
+            )));
+        }
+        Ok(state)
     }
 
     fn step(&self, state: &mut State, rows: Option<&[usize]>) -> Result<StepInfo> {

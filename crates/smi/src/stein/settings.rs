@@ -61,9 +61,10 @@ pub enum GradientReuse {
 /// Settings of [`crate::SteinVi`]. Field names follow NumPyro.
 ///
 /// Defaults ([`SteinSettings::smi`]): Normal guide (init scale 0.1), uniform init radius 2,
-/// m = 5 particles, S = 10 ELBO draws, RBF kernel, Adagrad(0.05, momentum 0.9), τ = α = 1, paper
+/// m = 5 particles, S = 10 ELBO draws, RBF kernel, Adam(0.1) with reduce-on-plateau (as
+/// [`crate::SviSettings::ovi`], chosen by measurement: docs/defaults.md), τ = α = 1, paper
 /// normalisation, shared gradients, constant schedule, full batch, log-Jacobian included,
-/// non-finite steps skipped, seed 0.
+/// non-finite steps skipped, seed 0, no shared (non-mixture) parameters.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 pub struct SteinSettings {
     /// m, the number of particles (mixture components).
@@ -92,13 +93,26 @@ pub struct SteinSettings {
     pub schedule: Schedule,
     /// Mini-batch size b (`None`: full batch). Each draw gets its own subsample (docs/algorithms.md §2.6).
     pub batch_size: Option<usize>,
-    /// Include log|T′(u)| of constrained latents in the target (docs/algorithms.md §4.1). Must be `true` for
-    /// the Normal guide; `false` gives NumPyro's SVGD, which targets p(T(u)).
+    /// Include log|T′(u)| of constrained latents in the target (docs/algorithms.md §4.1): the
+    /// proper density of the unconstrained parameters, p(T(u))·|T′(u)|. Must be `true` for the
+    /// Normal guide, and is `true` in every preset.
+    ///
+    /// `false` targets p(T(u)) without the Jacobian, as NumPyro's SVGD does (AutoDelta adds no
+    /// Jacobian; [`SteinSettings::svgd_numpyro_parity`]). For a constrained latent this is
+    /// another density, often improper: on eight schools (τ > 0 by an exp transform) its mass
+    /// runs off to log τ → −∞, and 19 of 20 SVGD particles end at τ < 1e-4.
     pub jacobian: bool,
     /// What to do with a non-finite step.
     pub on_non_finite: NonFinitePolicy,
     /// Seed of the state's RNG.
     pub seed: u64,
+    /// Shared (non-mixture) parameters (docs/algorithms.md §2.7): names of blocks of the model's
+    /// [`crate::Layout`] that are one point for all particles, moved by the plain gradient of
+    /// the mixture ELBO instead of the Stein force (default: none). See
+    /// [`SteinSettings::with_shared`]. Omitted from the serialised settings when empty, so
+    /// records and checkpoint fingerprints of runs without shared parameters are unchanged.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub shared: Vec<String>,
 }
 
 impl Default for SteinSettings {
@@ -116,7 +130,7 @@ impl SteinSettings {
             guide: GuideSettings::normal(),
             init: Init::default(),
             kernel: KernelSettings::default(),
-            optimizer: OptimizerSettings::adagrad(0.05),
+            optimizer: crate::svi::default_optimizer(),
             loss_temperature: 1.0,
             repulsion_temperature: 1.0,
             attraction: AttractionNorm::Paper,
@@ -126,24 +140,41 @@ impl SteinSettings {
             jacobian: true,
             on_non_finite: NonFinitePolicy::Skip,
             seed: 0,
+            shared: Vec::new(),
         }
     }
 
     /// SVGD (docs/algorithms.md §4.1): Delta guide, one draw, α = 1, τ = 1 with paper normalisation
-    /// (φ = (1/m)Σ[k∇log p + ∇k]), prior-median init of 15 draws, no log-Jacobian (NumPyro
-    /// parity), Adagrad(0.05).
+    /// (φ = (1/m)Σ[k∇log p + ∇k]), prior-median init of 15 draws (Uniform(−2, 2) for a model
+    /// that cannot sample its prior, see [`Init::PriorMedian`]), the SMI preset's optimizer
+    /// (Adam(0.1) with reduce-on-plateau, docs/defaults.md), and the log-Jacobian included: the particles target the proper density of the unconstrained
+    /// parameters. NumPyro's SVGD leaves the Jacobian out: [`SteinSettings::svgd_numpyro_parity`].
     pub fn svgd() -> Self {
         SteinSettings {
             num_elbo_particles: 1,
             guide: GuideSettings::Delta,
             init: Init::PriorMedian { draws: 15 },
-            jacobian: false,
             ..SteinSettings::smi()
         }
     }
 
-    /// ASVGD (docs/algorithms.md §4.2): SVGD with the attraction multiplied by the cyclical schedule over
-    /// `total_steps` (C = 10, p = 10), i.e. γ(t)/m.
+    /// [`SteinSettings::svgd`] without the log-Jacobian (`jacobian = false`), as NumPyro's SVGD
+    /// (and the paper's SVGD runs) do: the particles target p(T(u)), not the density of u.
+    ///
+    /// **Caveat.** For a constrained latent that target is another density and can be
+    /// improper: on eight schools (τ = exp(u)) p(T(u)) is not integrable as u → −∞, and 19 of 20
+    /// particles collapse to τ < 1e-4. Use it to reproduce NumPyro, not for inference. For a
+    /// model without constrained latents both presets are the same.
+    pub fn svgd_numpyro_parity() -> Self {
+        SteinSettings {
+            jacobian: false,
+            ..SteinSettings::svgd()
+        }
+    }
+
+    /// ASVGD (docs/algorithms.md §4.2): [`SteinSettings::svgd`] (log-Jacobian included) with the
+    /// attraction multiplied by the cyclical schedule over `total_steps` (C = 10, p = 10), i.e.
+    /// γ(t)/m.
     pub fn asvgd(total_steps: u64) -> Self {
         SteinSettings {
             schedule: Schedule::cyclical(total_steps),
@@ -151,12 +182,71 @@ impl SteinSettings {
         }
     }
 
+    /// [`SteinSettings::asvgd`] without the log-Jacobian, as NumPyro; the caveat of
+    /// [`SteinSettings::svgd_numpyro_parity`] applies.
+    pub fn asvgd_numpyro_parity(total_steps: u64) -> Self {
+        SteinSettings {
+            jacobian: false,
+            ..SteinSettings::asvgd(total_steps)
+        }
+    }
+
+    /// These settings with the model blocks named in `blocks` shared (non-mixture) parameters
+    /// (docs/algorithms.md §2.7); an empty list restores the plain Stein method.
+    ///
+    /// A shared block is one point η for all particles. Write θ = (θ_T, θ_S) for the Stein
+    /// (mixture) blocks and the shared ones; particle i's guide is q(θ_T | ψ_i)·δ_η(θ_S), so the
+    /// mixture is q_mix(θ) = [(1/m) Σ_j q(θ_T | ψ_j)]·δ_η(θ_S). The point mass is common to all
+    /// components, so as for SVGD's Delta guide its log density is a constant, and the mixture
+    /// ELBO is, up to that constant,
+    ///
+    /// L(ψ, η) = (1/m) Σ_i E_ε[τ·log p(θ_T, η) − log q_mix^T(θ_T)],  θ_T = g(ε; ψ_i).
+    ///
+    /// The draws θ_T and q_mix^T do not depend on η, so
+    ///
+    /// ∇_η L = (τ/m) Σ_i E_ε[∇_{θ_S} log p(θ_T, θ_S)] at θ_S = η,
+    ///
+    /// estimated without bias by τ times the mean of the model's θ_S-gradient over all m·S draws
+    /// of the step (every component weighted 1/m; NumPyro draws S component indices instead:
+    /// the same expectation with more noise). The Stein blocks get the usual force with η held
+    /// fixed (their ĝ_i is ∇_{ψ_i} of the same L, docs/algorithms.md §2.2), and the kernel sees
+    /// only their columns. Both parts move in the same optimizer step, η by gradient ascent on
+    /// L (the optimizer receives −∇_η L, as NumPyro's shared params). The step's loss, ‖φ‖_F of
+    /// the whole direction ([`crate::SteinVi::force`]), counts ∇_η L once per particle row.
+    ///
+    /// Storage: η lives in the particle matrix, in the shared blocks' location columns, equal
+    /// in every row (each row receives the same gradient, and the optimizers act element by
+    /// element, so the rows stay bit-identical); it starts at particle 0's initial value (as
+    /// NumPyro's). With the Normal guide the shared blocks' ρ columns hold
+    /// [`SteinSettings::SHARED_RHO`] and never move, so σ = softplus(ρ) = 0 exactly: the
+    /// [`crate::Mixture`] of the final state, its draws, mean and variance, has the shared
+    /// columns at η with no spread. The state is therefore an ordinary state (checkpoints
+    /// resume it), and the names enter the engine's fingerprint.
+    ///
+    /// [`crate::SteinVi::new`] checks the names against the model's layout: an unknown name, a
+    /// repeated one, or every block shared is [`crate::Error::InvalidSettings`] (field
+    /// `shared`).
+    pub fn with_shared<I, S>(mut self, blocks: I) -> Self
+    where
+        I: IntoIterator<Item = S>,
+        S: Into<String>,
+    {
+        self.shared = blocks.into_iter().map(Into::into).collect();
+        self
+    }
+
+    /// The ρ stored in a Normal guide's scale columns of shared blocks: softplus(−1000) = 0
+    /// exactly in f64 (e^−1000 underflows), so those columns are points; finite, so checkpoints
+    /// hold it.
+    pub const SHARED_RHO: f64 = -1000.0;
+
     /// Checks every field.
     ///
     /// # Errors
     /// [`Error::InvalidSettings`] naming the field: zero particles or draws, a negative or
     /// non-finite temperature, a bad optimizer, kernel, guide, init or schedule, a zero batch
-    /// size, `jacobian = false` with the Normal guide, or particle and draw counts whose
+    /// size, `jacobian = false` with the Normal guide, a block named twice in `shared`, or
+    /// particle and draw counts whose
     /// products (the m×m kernel, the m·S draws of a step, times the batch size) would exceed
     /// the address space.
     pub fn validate(&self) -> Result<()> {
@@ -204,6 +294,14 @@ impl SteinSettings {
             )?;
         }
         self.schedule.validate()?;
+        for (i, name) in self.shared.iter().enumerate() {
+            if self.shared[..i].contains(name) {
+                return Err(Error::invalid(
+                    "shared",
+                    format!("block {name:?} is named twice"),
+                ));
+            }
+        }
         self.kernel.build().map(|_| ())
     }
 }
