@@ -1,6 +1,7 @@
 //! `smi`: reproduce the ELBOing-Stein experiments, benchmark the engines, fit users' data.
 
 mod bench;
+mod data;
 mod report;
 
 use clap::{Parser, Subcommand};
@@ -33,6 +34,9 @@ enum Command {
     Predict(smi_fit::PredictArgs),
     /// Describe a saved model: network, how it was fitted, validation metrics.
     Inspect(smi_fit::InspectArgs),
+    /// The data sets the experiments read: list them with their sources and SHA-256, fetch
+    /// and verify them.
+    Data(data::Args),
 }
 
 fn main() -> anyhow::Result<()> {
@@ -41,8 +45,15 @@ fn main() -> anyhow::Result<()> {
         Command::Reproduce { experiment } => smi_experiments::run(experiment),
         Command::Report(args) => report::run(&args),
         Command::Bench(args) => bench::run(&args),
-        Command::Fit(args) => smi_fit::run(&args),
+        Command::Fit(args) => {
+            if smi_fit::run(&args)? == smi_fit::Stop::Interrupted {
+                // The model and a checkpoint were saved; the status says the fit was cut short.
+                std::process::exit(smi_fit::INTERRUPTED_STATUS);
+            }
+            Ok(())
+        }
         Command::Predict(args) => smi_fit::predict::run(&args),
         Command::Inspect(args) => smi_fit::inspect::run(&args),
+        Command::Data(args) => data::run(&args),
     }
 }

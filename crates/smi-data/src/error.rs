@@ -236,6 +236,30 @@ pub enum Error {
         reason: String,
     },
 
+    /// A file's SHA-256 is not the one the catalog lists (a download or a local copy is corrupt,
+    /// truncated or another version).
+    #[error(
+        "{}: SHA-256 mismatch: expected {expected}, got {found} (corrupt, truncated or another version of the file)",
+        path.display()
+    )]
+    ChecksumMismatch {
+        /// The file (for a download: where it was to be written; nothing is left there).
+        path: PathBuf,
+        /// The checksum the catalog lists.
+        expected: String,
+        /// The checksum of what was read.
+        found: String,
+    },
+
+    /// A download is larger than any file of the catalog may be.
+    #[error("{}: more than {limit} bytes; refused", path.display())]
+    TooLarge {
+        /// Where it was to be written (nothing is left there).
+        path: PathBuf,
+        /// The limit in bytes.
+        limit: u64,
+    },
+
     /// An argument is outside its valid range.
     #[error("invalid argument `{name}`: {reason}")]
     InvalidArgument {

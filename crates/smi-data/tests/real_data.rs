@@ -1,32 +1,22 @@
-//! Tests on the real files in `shared/data`; each test is skipped (with a message) when the
-//! directory is absent.
+//! Tests on the real files of the data folder (`$SMI_TEST_DATA_DIR`, else `shared/data` beside
+//! the repository, else the per-user folder `smi data fetch` fills). Without the files they are
+//! listed as ignored, with the reason, rather than passing: `build.rs` sets the cfgs
+//! `smi_no_uci_data` / `smi_no_mnist_data` when the files are missing.
 
 use std::path::{Path, PathBuf};
 
-use smi_data::{ColumnConvention, Mnist, SplitKind, UciData, UciDataset};
+use smi_data::{ColumnConvention, FileStatus, Mnist, SplitKind, UciData, UciDataset};
 
-/// `$SMI_DATA_DIR`, else `shared/data` next to the repository (`/work/main` → `/work/shared/data`),
-/// else `../shared/data` from the repository root as CI lays it out.
-fn data_dir() -> Option<PathBuf> {
-    let candidates = [
-        std::env::var_os("SMI_DATA_DIR").map(PathBuf::from),
-        Some(PathBuf::from(concat!(
-            env!("CARGO_MANIFEST_DIR"),
-            "/../../../shared/data"
-        ))),
-        Some(PathBuf::from(concat!(
-            env!("CARGO_MANIFEST_DIR"),
-            "/../../shared/data"
-        ))),
-    ];
-    let found = candidates
-        .into_iter()
-        .flatten()
-        .find(|p| p.join("uci").is_dir() && p.join("mnist").is_dir());
-    if found.is_none() {
-        eprintln!("SKIP: shared/data not found (set SMI_DATA_DIR); skipping real-data test");
-    }
-    found
+/// The data folder the build script found (see `crates/smi-data/build.rs`). A test that gets
+/// here runs because the files were there when it was built: their absence now is a failure.
+fn data_dir() -> PathBuf {
+    let d = PathBuf::from(env!("SMI_TEST_DATA_DIR"));
+    assert!(
+        d.is_dir(),
+        "{} vanished since the tests were built; rebuild them",
+        d.display()
+    );
+    d
 }
 
 /// (dataset, rows, features under Paper, train, test, standard splits, features under IndexFiles)
@@ -67,8 +57,12 @@ fn is_partition(train: &[usize], test: &[usize], n: usize) -> bool {
 }
 
 #[test]
+#[cfg_attr(
+    smi_no_uci_data,
+    ignore = "needs the UCI data: ../shared/data or `smi data fetch uci`"
+)]
 fn uci_shapes_and_standard_splits_match_readme() {
-    let Some(dir) = data_dir() else { return };
+    let dir = data_dir();
     for (ds, rows, cols, n_tr, n_te, k, _) in TABLE {
         let d = load(&dir, ds, ColumnConvention::Paper, rows, cols);
         assert_eq!(d.x.len(), rows * cols);
@@ -89,8 +83,12 @@ fn uci_shapes_and_standard_splits_match_readme() {
 }
 
 #[test]
+#[cfg_attr(
+    smi_no_uci_data,
+    ignore = "needs the UCI data: ../shared/data or `smi data fetch uci`"
+)]
 fn uci_index_files_convention() {
-    let Some(dir) = data_dir() else { return };
+    let dir = data_dir();
     for (ds, rows, _, _, _, _, cols) in TABLE {
         load(&dir, ds, ColumnConvention::IndexFiles, rows, cols);
     }
@@ -105,8 +103,12 @@ fn uci_index_files_convention() {
 }
 
 #[test]
+#[cfg_attr(
+    smi_no_uci_data,
+    ignore = "needs the UCI data: ../shared/data or `smi data fetch uci`"
+)]
 fn gap10_split_counts_and_sizes_match_table5() {
-    let Some(dir) = data_dir() else { return };
+    let dir = data_dir();
     for (ds, rows, cols, n_tr, n_te, _, _) in TABLE {
         let d = UciData::load(&dir, ds, ColumnConvention::Paper).unwrap();
         let splits = d.splits(SplitKind::Gap10).unwrap();
@@ -138,8 +140,12 @@ fn gap10_split_counts_and_sizes_match_table5() {
 }
 
 #[test]
+#[cfg_attr(
+    smi_no_uci_data,
+    ignore = "needs the UCI data: ../shared/data or `smi data fetch uci`"
+)]
 fn prepared_standardises_with_training_statistics() {
-    let Some(dir) = data_dir() else { return };
+    let dir = data_dir();
     let d = UciData::load(&dir, UciDataset::Naval, ColumnConvention::Paper).unwrap();
     let s = d.standard_split(0).unwrap();
     let p = d.prepared(&s).unwrap();
@@ -182,8 +188,12 @@ fn missing_dataset_names_directory() {
 }
 
 #[test]
+#[cfg_attr(
+    smi_no_mnist_data,
+    ignore = "needs MNIST: ../shared/data or `smi data fetch mnist`"
+)]
 fn mnist_counts_and_label_histograms() {
-    let Some(dir) = data_dir() else { return };
+    let dir = data_dir();
     let m = Mnist::load(&dir).unwrap();
     assert_eq!(m.train.len(), 60_000);
     assert_eq!(m.test.len(), 10_000);
@@ -216,6 +226,10 @@ fn mnist_counts_and_label_histograms() {
 }
 
 #[test]
+#[cfg_attr(
+    smi_no_uci_data,
+    ignore = "needs the UCI data: ../shared/data or `smi data fetch uci`"
+)]
 fn boston_validation_holdout_matches_sklearn() {
     // Python (numpy 2.4.6, scikit-learn), in shared/data/uci:
     //   tr0 = np.loadtxt('bostonHousing/index_train_0.txt').astype(int)
@@ -225,7 +239,7 @@ fn boston_validation_holdout_matches_sklearn() {
     //   print(val_rows[:5])                        # [0, 318, 339, 310, 179]
     //   m = xtr.mean(0); s = xtr.std(0)
     //   print(m[0], s[0], ((xval - m) / s)[0, 0])  # 3.779828239608803 9.04723000765541 -0.4170898978378807
-    let Some(dir) = data_dir() else { return };
+    let dir = data_dir();
     let d = UciData::load(&dir, UciDataset::Boston, ColumnConvention::Paper).unwrap();
     let h = d
         .standard_split(0)
@@ -244,8 +258,12 @@ fn boston_validation_holdout_matches_sklearn() {
 /// The case: MNIST training images with byte 200 of the `.gz` flipped. A quick run reads
 /// only the first images; it must fail, naming the file and the checksum, like a full read.
 #[test]
+#[cfg_attr(
+    smi_no_mnist_data,
+    ignore = "needs MNIST: ../shared/data or `smi data fetch mnist`"
+)]
 fn mnist_with_a_flipped_gzip_byte_is_rejected_even_for_a_prefix() {
-    let Some(dir) = data_dir() else { return };
+    let dir = data_dir();
     let tmp = tempfile::tempdir().unwrap();
     let copy = tmp.path().join("mnist");
     std::fs::create_dir(&copy).unwrap();
@@ -265,5 +283,32 @@ fn mnist_with_a_flipped_gzip_byte_is_rejected_even_for_a_prefix() {
             "{train:?}/{test:?}: {msg}"
         );
         assert!(!msg.contains("trailing"), "{msg}");
+    }
+}
+
+#[test]
+#[cfg_attr(
+    smi_no_uci_data,
+    ignore = "needs the UCI data: ../shared/data or `smi data fetch uci`"
+)]
+fn the_catalog_checksums_match_the_data_folder() {
+    let dir = data_dir();
+    // The catalog's list is a copy of the folder's own list, when the folder has one.
+    if let Ok(sums) = std::fs::read_to_string(dir.join("SHA256SUMS")) {
+        assert_eq!(
+            smi_data::parse_sha256sums(&sums).unwrap(),
+            smi_data::parse_sha256sums(smi_data::SHA256SUMS).unwrap()
+        );
+    }
+    // Every file of the smallest set verifies (48 files, 60 kB).
+    let sets = smi_data::catalog().unwrap();
+    let yacht = &smi_data::select(&sets, "yacht").unwrap()[0];
+    for f in &yacht.files {
+        assert_eq!(
+            smi_data::verify_file(&dir, f).unwrap(),
+            FileStatus::Ok,
+            "{}",
+            f.path
+        );
     }
 }

@@ -30,17 +30,21 @@ use clap::Subcommand;
 /// The experiments `smi reproduce` knows.
 #[derive(Subcommand, Debug)]
 pub enum Experiment {
-    /// Variance collapse on N(0, I_d): SMI-1, SMI-20, SVGD-20, ASVGD-20 over dimensions (§7.1).
+    /// Variance collapse on N(0, I_d): SMI-1, SMI-20, SVGD-20, ASVGD-20 over dimensions
+    /// (docs/algorithms.md §7.1).
     Variance(variance::Args),
-    /// 1-D wave regression: LPPD and 90 % HDI in and between the data clusters (§7.2).
+    /// 1-D wave regression: LPPD and 90 % HDI in and between the data clusters
+    /// (docs/algorithms.md §7.2).
     Wave(wave::Args),
-    /// Recovery point: how many SVGD particles match 5-particle SMI's LPPD (§7.2).
+    /// Recovery point: how many SVGD particles match 5-particle SMI's LPPD
+    /// (docs/algorithms.md §7.2).
     Recovery(wave::recovery::Args),
-    /// The paper's appendix figure: converged 2-particle SMI and SVGD on a 2-D Gaussian.
+    /// The paper's appendix figure: 2-particle SMI and SVGD on a 2-D Gaussian, their forces and
+    /// variances (10 000 steps, converged; --quick: 1 000).
     Toy(toy::Args),
-    /// UCI regression, standard and Gap10 splits, all six methods (§7.3).
+    /// UCI regression, standard and Gap10 splits, all six methods (docs/algorithms.md §7.3).
     Uci(uci::Args),
-    /// MNIST classification with 1- and 2-hidden-layer BNNs (§7.4).
+    /// MNIST classification with 1- and 2-hidden-layer BNNs (docs/algorithms.md §7.4).
     Mnist(mnist::Args),
 }
 

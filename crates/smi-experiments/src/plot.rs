@@ -148,3 +148,37 @@ where
         .map_err(plot_err)?;
     Ok(())
 }
+
+/// Height in pixels of the settings line [`with_footer`] adds below a figure.
+pub(crate) const FOOTER_HEIGHT: u32 = 30;
+
+/// Splits `root` into the figure and a strip of [`FOOTER_HEIGHT`] pixels at the bottom in which
+/// `text` (the settings the figure was made with: steps, draws, quick or paper) is written in
+/// grey; gives the figure's part. Every figure states its settings this way.
+pub(crate) fn with_footer<DB: DrawingBackend>(
+    root: &DrawingArea<DB, plotters::coord::Shift>,
+    text: &str,
+) -> Result<DrawingArea<DB, plotters::coord::Shift>> {
+    use plotters::style::text_anchor::{HPos, Pos, VPos};
+    let (_, h) = root.dim_in_pixel();
+    let (body, foot) = root.split_vertically(h.saturating_sub(FOOTER_HEIGHT));
+    let style = TextStyle::from((FONT_FAMILY, 15).into_font())
+        .color(&RGBColor(90, 90, 90))
+        .pos(Pos::new(HPos::Left, VPos::Center));
+    foot.draw_text(text, &style, (12, FOOTER_HEIGHT as i32 / 2))
+        .map_err(plot_err)?;
+    Ok(body)
+}
+
+/// `n` with a space between groups of three digits (`60 000`), as the reports write counts.
+pub(crate) fn thousands(n: u64) -> String {
+    let s = n.to_string();
+    let mut out = String::new();
+    for (i, c) in s.chars().enumerate() {
+        if i > 0 && (s.len() - i).is_multiple_of(3) {
+            out.push(' ');
+        }
+        out.push(c);
+    }
+    out
+}

@@ -1,6 +1,7 @@
-//! The paper's appendix toy figure: converged two-particle SMI (Normal guide) and two-particle
-//! SVGD approximations of the 2-D standard Gaussian, with the Stein forces at convergence and
-//! the parts of SMI's mixture variance.
+//! The paper's appendix toy figure: two-particle SMI (Normal guide) and two-particle SVGD
+//! approximations of the 2-D standard Gaussian after `--steps` steps (10 000 by default, which
+//! is converged; 1 000 with `--quick`), with the Stein forces at the final particles and the
+//! parts of SMI's mixture variance. The figure states the steps it was made with.
 //!
 //! Settings: SMI as in docs/algorithms.md §7.1 (init radius 2, Adagrad(0.05), S = 100, guide init scale 0.1);
 //! SVGD with Adam(0.05) and init radius 2 (in two dimensions it converges without §7.1's wide
@@ -20,7 +21,7 @@ use smi::testing::DiagNormal;
 use smi::{Engine, Init, Method, MethodSettings, OptimizerSettings, RunSettings};
 
 use crate::plot::{draw_legend, draw_markers, glyph, plot_err};
-use crate::plot::{init_font, is_png, FONT_FAMILY};
+use crate::plot::{init_font, is_png, thousands, with_footer, FONT_FAMILY, FOOTER_HEIGHT};
 use crate::progress::Bar;
 use crate::records;
 use crate::seeds::mix;
@@ -258,19 +259,57 @@ const REPULSION: RGBColor = RGBColor(200, 30, 45);
 const SVGD_COLOR: RGBColor = RGBColor(0, 158, 115);
 const LIM: f64 = 3.2;
 
+/// The settings line of the figure: steps of each fit against the default, quick or not.
+fn settings_line(smi_fit: Option<&Fit>, svgd_fit: Option<&Fit>) -> String {
+    let steps = |f: Option<&Fit>| f.map_or("–".to_string(), |f| thousands(f.steps));
+    let all: Vec<u64> = [smi_fit, svgd_fit]
+        .into_iter()
+        .flatten()
+        .map(|f| f.steps)
+        .collect();
+    let kind = if all.iter().all(|&s| s == DEFAULT_STEPS) {
+        "full run".to_string()
+    } else if all.iter().all(|&s| s == QUICK_STEPS) {
+        format!(
+            "quick run (--quick; full run: {} steps)",
+            thousands(DEFAULT_STEPS)
+        )
+    } else {
+        format!("custom steps (full run: {})", thousands(DEFAULT_STEPS))
+    };
+    format!(
+        "Settings: {kind}; SMI-2 {} steps (S = 100, Adagrad(0.05)), SVGD-2 {} steps (Adam(0.05)); \
+         α = 1; forces averaged over {FORCE_DRAWS} draws at the final particles.",
+        steps(smi_fit),
+        steps(svgd_fit)
+    )
+}
+
+/// The figure's title: the steps the fits ran (not "converged": a short run may not be).
+fn title(smi_fit: Option<&Fit>, svgd_fit: Option<&Fit>) -> String {
+    let mut steps: Vec<u64> = [smi_fit, svgd_fit]
+        .into_iter()
+        .flatten()
+        .map(|f| f.steps)
+        .collect();
+    steps.dedup();
+    let after = match steps.as_slice() {
+        [s] => format!("after {} steps", thousands(*s)),
+        _ => "after the steps below".to_string(),
+    };
+    format!("Two particles on N(0, I₂): SMI mixture vs SVGD {after}")
+}
+
 fn figure(smi_fit: Option<&Fit>, svgd_fit: Option<&Fit>, path: &Path) -> Result<()> {
     init_font();
-    let root = BitMapBackend::new(path, (1800, 640)).into_drawing_area();
+    let root = BitMapBackend::new(path, (1800, 640 + FOOTER_HEIGHT)).into_drawing_area();
     root.fill(&WHITE).map_err(plot_err)?;
-    let (title, body) = root.split_vertically(56);
+    let root = with_footer(&root, &settings_line(smi_fit, svgd_fit))?;
+    let (title_area, body) = root.split_vertically(56);
     let centred =
         TextStyle::from((FONT_FAMILY, 28).into_font()).pos(Pos::new(HPos::Center, VPos::Center));
-    title
-        .draw_text(
-            "Two particles on N(0, I₂): SMI mixture vs SVGD at convergence",
-            &centred,
-            (900, 30),
-        )
+    title_area
+        .draw_text(&title(smi_fit, svgd_fit), &centred, (900, 30))
         .map_err(plot_err)?;
     let panels = body.split_by_breakpoints([580, 1160], [] as [u32; 0]);
     // Arrow scale shared by both force panels: the longest force is drawn 1.2 units long.
@@ -389,7 +428,8 @@ fn force_panel<DB: DrawingBackend>(
     {
         for (v, color, name) in [(a, ATTRACTION, "attraction"), (r, REPULSION, "repulsion")] {
             let tip = [l[0] + arrow_scale * v[0], l[1] + arrow_scale * v[1]];
-            let (shaft, head) = arrow(*l, tip);
+            let (from, tip) = shifted_right(*l, tip, ARROW_SHIFT);
+            let (shaft, head) = arrow(from, tip);
             if !head.is_empty() {
                 chart
                     .draw_series(std::iter::once(Polygon::new(head, color.filled())))
@@ -431,7 +471,9 @@ fn force_panel<DB: DrawingBackend>(
         .draw_series(std::iter::once(Text::new(
             format!(
                 "{} steps; variance ({:.2}, {:.2})",
-                fit.steps, fit.variance[0], fit.variance[1]
+                thousands(fit.steps),
+                fit.variance[0],
+                fit.variance[1]
             ),
             (-LIM + 0.15, -LIM + 0.4),
             (FONT_FAMILY, 15),
@@ -439,6 +481,22 @@ fn force_panel<DB: DrawingBackend>(
         .map_err(plot_err)?;
     draw_legend(&mut chart, SeriesLabelPosition::UpperLeft, 0.85, 14, 8)?;
     Ok(())
+}
+
+/// How far (in data units) every force arrow is moved to its own right. Arrows along one line
+/// in opposite directions (one particle's attraction and the other's, or a particle's attraction
+/// and repulsion at equilibrium) then run side by side instead of over each other.
+const ARROW_SHIFT: f64 = 0.06;
+
+/// `from` and `to` moved by `d` perpendicular to the segment, to its right.
+fn shifted_right(from: [f64; 2], to: [f64; 2], d: f64) -> ([f64; 2], [f64; 2]) {
+    let (dx, dy) = (to[0] - from[0], to[1] - from[1]);
+    let len = dx.hypot(dy);
+    if len < 1e-12 {
+        return (from, to);
+    }
+    let (nx, ny) = (dy / len * d, -dx / len * d);
+    ([from[0] + nx, from[1] + ny], [to[0] + nx, to[1] + ny])
 }
 
 /// A polyline or polygon in data coordinates.
@@ -598,4 +656,39 @@ fn variance_panel<DB: DrawingBackend>(
         .map_err(plot_err)?;
     draw_legend(&mut chart, SeriesLabelPosition::UpperLeft, 0.9, 14, 8)?;
     Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn fit(steps: u64) -> Fit {
+        Fit {
+            steps,
+            ..Default::default()
+        }
+    }
+
+    #[test]
+    fn the_figure_states_its_steps_and_claims_no_convergence() {
+        let quick = fit(QUICK_STEPS);
+        let t = title(Some(&quick), Some(&quick));
+        assert!(
+            t.ends_with("after 1 000 steps") && !t.contains("convergence"),
+            "{t}"
+        );
+        let s = settings_line(Some(&quick), Some(&quick));
+        assert!(s.contains("quick run") && s.contains("10 000"), "{s}");
+        let full = fit(DEFAULT_STEPS);
+        assert!(settings_line(Some(&full), None).contains("full run"));
+        assert!(settings_line(Some(&full), Some(&quick)).contains("custom steps"));
+    }
+
+    #[test]
+    fn arrows_along_one_line_run_side_by_side() {
+        // Opposite arrows on the x axis move to opposite sides of it.
+        let (a, _) = shifted_right([0.0, 0.0], [1.0, 0.0], ARROW_SHIFT);
+        let (b, _) = shifted_right([1.0, 0.0], [0.0, 0.0], ARROW_SHIFT);
+        assert!(a[1] < 0.0 && b[1] > 0.0 && (a[1] + b[1]).abs() < 1e-12);
+    }
 }

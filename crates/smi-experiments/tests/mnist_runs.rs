@@ -10,7 +10,7 @@ use common::{chain, data_dir, map_run, p, quick_run, recs, reproduce};
 use serde_json::Value;
 use smi_experiments::records;
 
-fn mnist() -> Option<PathBuf> {
+fn mnist() -> PathBuf {
     data_dir("mnist/train-images-idx3-ubyte.gz")
 }
 
@@ -20,8 +20,12 @@ fn quick(out: &Path, data: &Path, extra: &[&str]) -> anyhow::Result<()> {
 }
 
 #[test]
+#[cfg_attr(
+    smi_no_mnist_data,
+    ignore = "needs MNIST: ../shared/data or `smi data fetch mnist`"
+)]
 fn resuming_from_the_final_checkpoint_keeps_the_final_loss() {
-    let Some(data) = mnist() else { return };
+    let data = mnist();
     let dir = map_run("mnist", &data);
     let out = dir.path();
     let first = recs(out, "mnist");
@@ -42,8 +46,12 @@ fn resuming_from_the_final_checkpoint_keeps_the_final_loss() {
 }
 
 #[test]
+#[cfg_attr(
+    smi_no_mnist_data,
+    ignore = "needs MNIST: ../shared/data or `smi data fetch mnist`"
+)]
 fn a_failed_record_does_not_mark_its_unit_done() {
-    let Some(data) = mnist() else { return };
+    let data = mnist();
     let dir = map_run("mnist", &data);
     let out = dir.path();
     // Rewrite the record as a run whose metrics were not finite would have left it.
@@ -72,8 +80,12 @@ fn a_failed_record_does_not_mark_its_unit_done() {
 }
 
 #[test]
+#[cfg_attr(
+    smi_no_mnist_data,
+    ignore = "needs MNIST: ../shared/data or `smi data fetch mnist`"
+)]
 fn concurrent_runs_on_one_folder_split_the_units() {
-    let Some(data) = mnist() else { return };
+    let data = mnist();
     let dir = tempfile::tempdir().unwrap();
     let out = dir.path();
     std::thread::scope(|s| {
@@ -125,8 +137,12 @@ fn absurd_draw_counts_are_refused_up_front() {
 }
 
 #[test]
+#[cfg_attr(
+    smi_no_mnist_data,
+    ignore = "needs MNIST: ../shared/data or `smi data fetch mnist`"
+)]
 fn absurd_epoch_counts_are_refused_up_front() {
-    let Some(data) = mnist() else { return };
+    let data = mnist();
     let dir = tempfile::tempdir().unwrap();
     let e = quick(dir.path(), &data, &["--epochs", "18446744073709551615"]).unwrap_err();
     let e = chain(&e);

@@ -9,7 +9,7 @@ use std::path::{Path, PathBuf};
 use common::{assert_refused_within, chain, data_dir, map_run, p, quick_run, recs, reproduce};
 use smi_experiments::records;
 
-fn yacht() -> Option<PathBuf> {
+fn yacht() -> PathBuf {
     data_dir("uci/yacht/data.txt")
 }
 
@@ -62,8 +62,12 @@ fn key(r: &serde_json::Map<String, serde_json::Value>) -> String {
 }
 
 #[test]
+#[cfg_attr(
+    smi_no_uci_data,
+    ignore = "needs the UCI data: ../shared/data or `smi data fetch uci`"
+)]
 fn non_finite_metrics_are_recorded_as_failed_and_retried() {
-    let Some(data) = yacht() else { return };
+    let data = yacht();
     let root = tempfile::tempdir().unwrap();
     // Targets of 1e300: the squared errors overflow, the metrics are not finite.
     let fake = fake_yacht(
@@ -93,8 +97,12 @@ fn non_finite_metrics_are_recorded_as_failed_and_retried() {
 }
 
 #[test]
+#[cfg_attr(
+    smi_no_uci_data,
+    ignore = "needs the UCI data: ../shared/data or `smi data fetch uci`"
+)]
 fn a_torn_records_file_does_not_swallow_the_next_record() {
-    let Some(data) = yacht() else { return };
+    let data = yacht();
     let dir = map_run("uci", &data);
     let out = dir.path();
     // Cut the record mid-line, as a crash in the middle of its write would.
@@ -119,8 +127,12 @@ fn a_torn_records_file_does_not_swallow_the_next_record() {
 }
 
 #[test]
+#[cfg_attr(
+    smi_no_uci_data,
+    ignore = "needs the UCI data: ../shared/data or `smi data fetch uci`"
+)]
 fn concurrent_runs_on_one_folder_split_the_units() {
-    let Some(data) = yacht() else { return };
+    let data = yacht();
     let dir = tempfile::tempdir().unwrap();
     let out = dir.path();
     let args = ["--methods", "map,ovi", "--splits", "0-3"];
@@ -138,8 +150,12 @@ fn concurrent_runs_on_one_folder_split_the_units() {
 }
 
 #[test]
+#[cfg_attr(
+    smi_no_uci_data,
+    ignore = "needs the UCI data: ../shared/data or `smi data fetch uci`"
+)]
 fn a_unit_locked_by_another_run_is_skipped() {
-    let Some(data) = yacht() else { return };
+    let data = yacht();
     let dir = tempfile::tempdir().unwrap();
     let out = dir.path();
     // Hold the lock of split 1's MAP unit, as another process running it would.
@@ -168,8 +184,12 @@ fn a_unit_locked_by_another_run_is_skipped() {
 }
 
 #[test]
+#[cfg_attr(
+    smi_no_uci_data,
+    ignore = "needs the UCI data: ../shared/data or `smi data fetch uci`"
+)]
 fn absurd_split_ranges_are_refused_up_front() {
-    let Some(data) = yacht() else { return };
+    let data = yacht();
     let dir = tempfile::tempdir().unwrap();
     let t = std::time::Instant::now();
     let e = quick(dir.path(), &data, &["--splits", "0-4294967295", "--list"]).unwrap_err();
@@ -181,8 +201,12 @@ fn absurd_split_ranges_are_refused_up_front() {
 }
 
 #[test]
+#[cfg_attr(
+    smi_no_uci_data,
+    ignore = "needs the UCI data: ../shared/data or `smi data fetch uci`"
+)]
 fn a_split_count_beyond_the_split_files_is_refused() {
-    let Some(data) = yacht() else { return };
+    let data = yacht();
     let root = tempfile::tempdir().unwrap();
     let fake = fake_yacht(root.path(), &data, |_| {}, Some("18446744073709551615\n"));
     let out = root.path().join("out");

@@ -36,6 +36,44 @@ fn row_complete(table: &Table, r: usize, features: &[usize], t: usize, task: Tas
         }
 }
 
+/// A numeric target whose values are all whole numbers with at most this many distinct values
+/// (and at least two rows per value on average) may hold class labels: `smi fit` asks for
+/// `--task` rather than guess.
+pub const MAX_LABEL_VALUES: usize = 10;
+
+/// Fails, asking for `--task`, when the guessed-numeric target `y` of column `target` (in
+/// `source`) looks like integer class labels: only whole numbers, at most
+/// [`MAX_LABEL_VALUES`] distinct values, each value on at least two rows on average.
+fn check_not_labels(source: &str, target: &str, y: &[f64]) -> Result<()> {
+    if y.iter().any(|v| v.fract() != 0.0) {
+        return Ok(());
+    }
+    let mut values: Vec<f64> = Vec::new();
+    for &v in y {
+        if !values.contains(&v) {
+            if values.len() == MAX_LABEL_VALUES {
+                return Ok(());
+            }
+            values.push(v);
+        }
+    }
+    if 2 * values.len() > y.len() {
+        return Ok(());
+    }
+    values.sort_by(f64::total_cmp);
+    let shown: Vec<String> = values.iter().map(f64::to_string).collect();
+    bail!(
+        "{source}: the target {} holds only the whole numbers {} ({} distinct values in {} \
+         rows): are they class labels or a quantity? Say --task classification to fit a \
+         classifier with these {} classes, or --task regression to fit them as numbers",
+        show(target),
+        shown.join(", "),
+        values.len(),
+        y.len(),
+        values.len()
+    )
+}
+
 /// The features, targets and task of `table` for `--target target`, `--features`, `--task`
 /// and `--drop-missing`.
 pub(super) fn read_data(
@@ -142,7 +180,11 @@ pub(super) fn read_data(
                     table.list_cells(&bad, t)
                 );
             }
-            (table.numbers(&[t])?, None)
+            let y = table.numbers(&[t])?;
+            if guessed {
+                check_not_labels(&table.source, target, &y)?;
+            }
+            (y, None)
         }
         Task::Classification => {
             let labels = table.labels(t)?;

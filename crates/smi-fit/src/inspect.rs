@@ -7,8 +7,11 @@ use anyhow::Result;
 
 use smi::GuideSettings;
 
+use smi_models::Noise;
+
+use super::diagnostics::describe_nuts;
 use super::model_file::{ModelFile, PayloadKind};
-use super::predict::describe;
+use super::predict::{describe, noise_scales};
 
 /// Options of `smi inspect`.
 #[derive(clap::Args, Debug, Clone)]
@@ -30,6 +33,51 @@ pub fn run(a: &InspectArgs) -> Result<()> {
         print!("{}", summary(&m, &a.model.display().to_string()));
     }
     Ok(())
+}
+
+/// Draws of the learned noise level that `smi inspect` summarises.
+const NOISE_DRAWS: usize = 1000;
+
+/// The observation noise σ of a regression model in target units: a fixed σ, or the learned
+/// σ's posterior mean and central 90 % interval over [`NOISE_DRAWS`] draws, with its prior.
+fn describe_noise(m: &ModelFile, noise: &Noise) -> String {
+    let h = &m.header;
+    let scale = h
+        .y_scaler
+        .as_ref()
+        .and_then(|s| s.std.first().copied())
+        .unwrap_or(1.0);
+    match noise {
+        Noise::Fixed(s) => format!("σ = {} (fixed, target units)", s * scale),
+        Noise::GammaPrecision { shape, rate } => {
+            let prior = format!(
+                "learned; prior precision Gamma({shape}, {rate}) on {} targets",
+                if h.y_scaler.is_some() {
+                    "standardised"
+                } else {
+                    "raw"
+                }
+            );
+            let sigma = m
+                .fitted()
+                .and_then(|f| noise_scales(h, &f, NOISE_DRAWS, h.settings.seed));
+            match sigma {
+                Ok(s) if !s.is_empty() => {
+                    let mean = s.iter().sum::<f64>() / s.len() as f64;
+                    let at = |q: f64| s[((s.len() - 1) as f64 * q).round() as usize];
+                    format!(
+                        "σ mean {mean:.4}, 90 % interval [{:.4}, {:.4}] (target units, {} \
+                         draws; {prior})",
+                        at(0.05),
+                        at(0.95),
+                        s.len()
+                    )
+                }
+                Ok(_) => format!("σ not available: no draws ({prior})"),
+                Err(e) => format!("σ not available: {e:#} ({prior})"),
+            }
+        }
+    }
 }
 
 /// The summary `smi inspect` prints for model `m` read from `name`.
@@ -58,7 +106,7 @@ pub fn summary(m: &ModelFile, name: &str) -> String {
         arch.prior_scale
     );
     if let Some(noise) = &arch.noise {
-        line!("noise        {noise:?} (standardised target units)");
+        line!("noise        {}", describe_noise(m, noise));
     }
     line!("features     {}", h.features.join(", "));
     if let Some(c) = &h.classes {
@@ -126,6 +174,15 @@ pub fn summary(m: &ModelFile, name: &str) -> String {
             ""
         }
     );
+    if let Some(stopped) = &t.stopped {
+        line!(
+            "stopped      {stopped} before the step budget (a checkpoint <model>.ckpt, if \
+             kept, continues it with smi fit --resume)"
+        );
+    }
+    if let Some(n) = &t.nuts {
+        line!("NUTS         {}", describe_nuts(n));
+    }
     match &h.validation {
         Some(v) => line!("validation   {}", describe(v)),
         None => line!("validation   none (fit with --validation 0.1 to get metrics)"),

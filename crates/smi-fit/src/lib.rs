@@ -17,6 +17,7 @@ pub mod limits;
 pub mod model_file;
 pub mod predict;
 pub mod scaling;
+pub mod sizing;
 
 use std::collections::HashMap;
 use std::path::{Path, PathBuf};
@@ -33,8 +34,7 @@ use model_file::{
     Settings, Task, Training, FORMAT_VERSION, MAGIC,
 };
 use smi::{Fit, Method, LR_GRID};
-use smi_experiments::progress::Bar;
-use smi_experiments::uci::{fit as fit_method, UnitSettings};
+use smi_experiments::uci::UnitSettings;
 
 pub use inspect::InspectArgs;
 pub use predict::PredictArgs;
@@ -92,9 +92,12 @@ pub struct FitArgs {
     /// Hidden-layer nonlinearity [default: relu for regression, tanh for classification].
     #[arg(long, value_enum)]
     pub activation: Option<ActivationArg>,
-    /// Step budget (Stein methods stop earlier on the force norm; OVI/MAP run exactly this).
-    #[arg(long, default_value_t = 20_000)]
-    pub max_steps: u64,
+    /// Step budget (Stein methods stop earlier on the force norm; OVI/MAP run exactly this)
+    /// [default: sized to the data so that the fit takes about a minute on two cores: 60 s
+    /// over the estimated time of a step (θ draws × batch rows × network size), in hundreds,
+    /// between 1000 and 20000; see `smi_fit::sizing`].
+    #[arg(long)]
+    pub max_steps: Option<u64>,
     /// Adam's learning rate, or `auto`: the grid 5e-1 … 5e-6, each fitted on the training part
     /// and scored on the validation split (regression: RMSE of the predictive mean;
     /// classification: NLL); the best is refitted.
@@ -110,8 +113,8 @@ pub struct FitArgs {
     /// Where to write the model.
     #[arg(long)]
     pub save: PathBuf,
-    /// ELBO draws S per particle (SMI) [default: 100; classification with more than 10 000
-    /// rows: 20].
+    /// ELBO draws S per particle (SMI) [default: 10, the SMI preset's; with the default step
+    /// budget, more draws mean fewer steps].
     #[arg(long)]
     pub elbo_draws: Option<usize>,
     /// Mini-batch rows (used when the training set is larger).
@@ -132,6 +135,46 @@ pub struct FitArgs {
     /// NUTS draws kept (saved in the model file).
     #[arg(long, default_value_t = 1000)]
     pub nuts_draws: usize,
+    /// Stop training after this long (seconds, or with a unit: 90s, 10m, 1.5h) and save the
+    /// model as it is, with a checkpoint that --resume continues. Under --lr auto each fit of
+    /// the search stops after 1/12 of it (the search takes at most half). [default: no limit]
+    #[arg(long, value_parser = parse_duration)]
+    pub max_time: Option<f64>,
+    /// Time between checkpoints of the training state to `<save>.ckpt` (0: only when the fit
+    /// stops at --max-time or on Ctrl-C). A fit that finishes removes its checkpoint.
+    #[arg(long, default_value = "60s", value_parser = parse_duration)]
+    pub checkpoint_every: f64,
+    /// Continue the fit whose checkpoint is `<save>.ckpt` (left by --max-time, Ctrl-C or a
+    /// killed fit); give the options of that fit (its learning rate and ELBO draws are kept).
+    #[arg(long)]
+    pub resume: bool,
+    /// Time between progress lines when stderr is not a terminal (on a terminal a bar is
+    /// drawn; SMI_NO_PROGRESS=1 turns both off).
+    #[arg(long, default_value = "5s", value_parser = parse_duration)]
+    pub progress_every: f64,
+}
+
+/// Seconds from `90`, `90s`, `1.5m`, `10min` or `2h`: a non-negative finite number with an
+/// optional unit.
+///
+/// # Errors
+/// Anything else, with the accepted forms.
+pub fn parse_duration(s: &str) -> std::result::Result<f64, String> {
+    let t = s.trim();
+    let split = t.find(|c: char| c.is_ascii_alphabetic()).unwrap_or(t.len());
+    let (num, unit) = t.split_at(split);
+    let factor = match unit.trim() {
+        "" | "s" | "sec" => 1.0,
+        "m" | "min" => 60.0,
+        "h" => 3600.0,
+        _ => f64::NAN,
+    };
+    num.trim()
+        .parse::<f64>()
+        .ok()
+        .map(|v| v * factor)
+        .filter(|v| *v >= 0.0 && v.is_finite())
+        .ok_or_else(|| format!("{s:?}: expected seconds, e.g. 90, 90s, 10m or 1.5h"))
 }
 
 const FIT_HELP: &str = "\
@@ -143,205 +186,16 @@ Uniform(−0.1, 0.1) initialisation, mini-batches of --batch-size rows with N/b 
 training set is larger, SMI with m Normal particles and S ELBO draws, SVGD/ASVGD with m point \
 particles, early stopping on ‖φ‖ (window 35, factor 2), NUTS on the full data.
 
+Time: by default the step budget is sized so that the fit takes about a minute on two cores \
+(it says so, with the budget, when it starts). --max-time stops it earlier; Ctrl-C stops it at \
+the next step (a second Ctrl-C ends it at once). Either way the model is saved as it is, with \
+a checkpoint <save>.ckpt that the same command with --resume continues; a checkpoint is also \
+written every --checkpoint-every. Integer targets with at most 10 distinct values need --task.
+
 Example:
   smi fit --csv examples/data/regression_train.csv --target y --validation 0.1 --save m.smi
   smi predict --model m.smi --csv examples/data/regression_test.csv --out pred.csv
   smi inspect --model m.smi";
-
-/// Training data after the split and standardisation.
-struct Prepared {
-    x_train: Matrix,
-    x_val: Option<Matrix>,
-    /// Regression: standardised (or raw) targets; classification: class indices as f64.
-    y_train: Vec<f64>,
-    /// Validation targets in original units (regression) or class indices.
-    y_val: Option<Vec<f64>>,
-    x_scaler: Scaler,
-    y_scaler: Option<Scaler>,
-}
-
-fn gather(x: &[f64], cols: usize, idx: &[usize]) -> Vec<f64> {
-    idx.iter()
-        .flat_map(|&r| x[r * cols..(r + 1) * cols].iter().copied())
-        .collect()
-}
-
-/// Standardises `x` (row-major) with `s`; `what` names the rows in the error.
-fn standardise(s: &Scaler, x: &mut [f64], what: &str) -> Result<()> {
-    s.apply(x).map_err(|(r, c)| {
-        anyhow!(
-            "cannot standardise {what}: row {}, column {} lies too far from the training mean \
-             (mean {}, std {})",
-            r + 1,
-            c + 1,
-            s.mean[c],
-            s.std[c]
-        )
-    })
-}
-
-/// Splits off `val` rows (if any) and standardises with the training rows' statistics
-/// ([`Scaler::fit`], which cannot overflow).
-fn prepare(
-    x: &[f64],
-    y: &[f64],
-    cols: usize,
-    train: &[usize],
-    val: Option<&[usize]>,
-    scale_y: bool,
-) -> Result<Prepared> {
-    let mut xt = gather(x, cols, train);
-    let x_scaler = Scaler::fit(&xt, train.len(), cols).context("the features")?;
-    standardise(&x_scaler, &mut xt, "the training features")?;
-    let mut yt: Vec<f64> = train.iter().map(|&r| y[r]).collect();
-    let y_scaler = if scale_y {
-        let s = Scaler::fit(&yt, yt.len(), 1).context("the target")?;
-        standardise(&s, &mut yt, "the training targets")?;
-        Some(s)
-    } else {
-        None
-    };
-    let (x_val, y_val) = match val {
-        Some(v) => {
-            let mut xv = gather(x, cols, v);
-            standardise(&x_scaler, &mut xv, "the validation features")?;
-            (
-                Some(Matrix::from_vec(v.len(), cols, xv)?),
-                Some(v.iter().map(|&r| y[r]).collect()),
-            )
-        }
-        None => (None, None),
-    };
-    Ok(Prepared {
-        x_train: Matrix::from_vec(train.len(), cols, xt)?,
-        x_val,
-        y_train: yt,
-        y_val,
-        x_scaler,
-        y_scaler,
-    })
-}
-
-/// The model to fit: network sizes, activation and task.
-#[derive(Clone, Debug)]
-struct Spec {
-    task: Task,
-    sizes: Vec<usize>,
-    activation: Activation,
-}
-
-enum Model {
-    Regression(BnnRegression),
-    Classification(BnnClassifier),
-}
-
-impl Model {
-    fn build(spec: &Spec, x: Matrix, y: &[f64]) -> Result<Self> {
-        let mlp = Mlp::new(&spec.sizes, spec.activation).context("bad network")?;
-        Ok(match spec.task {
-            Task::Regression => Model::Regression(
-                BnnRegression::new(mlp, x, y.to_vec(), Noise::uci())
-                    .context("cannot build the regression model")?,
-            ),
-            Task::Classification => Model::Classification(
-                BnnClassifier::new(mlp, x, y.iter().map(|&v| v as usize).collect())
-                    .context("cannot build the classifier")?,
-            ),
-        })
-    }
-
-    fn density(&self) -> &dyn LogDensity {
-        match self {
-            Model::Regression(m) => m,
-            Model::Classification(m) => m,
-        }
-    }
-}
-
-/// A header without the payload (filled by [`ModelFile::new`]).
-fn empty_payload() -> Payload {
-    Payload {
-        kind: PayloadKind::Particles,
-        guide: None,
-        rows: 0,
-        cols: 0,
-        dim: 0,
-        encoding: String::new(),
-    }
-}
-
-/// Validation metrics of a fit (targets in original units / class indices).
-fn validate(
-    spec: &Spec,
-    prep: &Prepared,
-    out: &Fit,
-    draws: usize,
-    seed: u64,
-) -> Result<Option<Metrics>> {
-    let (Some(x), Some(y)) = (&prep.x_val, &prep.y_val) else {
-        return Ok(None);
-    };
-    let h = header_stub(spec, prep);
-    Ok(Some(match spec.task {
-        Task::Regression => {
-            let o = predict::predict_regression(&h, &out.posterior, x, draws, 0.9, seed, Some(y))?;
-            predict::regression_metrics(&o, y, 0.9)
-        }
-        Task::Classification => {
-            let o = predict::predict_classes(&h, &out.posterior, x, draws, seed)?;
-            let labels: Vec<usize> = y.iter().map(|&v| v as usize).collect();
-            predict::class_metrics(&o, &labels)
-        }
-    }))
-}
-
-/// The parts of a header that prediction needs.
-fn header_stub(spec: &Spec, prep: &Prepared) -> Header {
-    Header {
-        magic: MAGIC.into(),
-        format_version: FORMAT_VERSION,
-        smi_version: smi_experiments::records::VERSION.into(),
-        task: spec.task,
-        method: String::new(),
-        architecture: Architecture {
-            sizes: spec.sizes.clone(),
-            activation: spec.activation,
-            noise: (spec.task == Task::Regression).then(Noise::uci),
-            prior_scale: 1.0,
-        },
-        target: String::new(),
-        features: Vec::new(),
-        x_scaler: prep.x_scaler.clone(),
-        y_scaler: prep.y_scaler.clone(),
-        classes: None,
-        settings: Settings {
-            lr: None,
-            lr_mode: String::new(),
-            lr_grid: Vec::new(),
-            max_steps: 0,
-            particles: 0,
-            elbo_draws: 0,
-            batch_size: None,
-            early_stopping: false,
-            init_radius: 0.0,
-            seed: 0,
-            validation: None,
-            nuts_warmup: 0,
-            nuts_draws: 0,
-        },
-        training: Training {
-            rows: 0,
-            validation_rows: 0,
-            steps: 0,
-            seconds: 0.0,
-            early_stopped: false,
-            final_loss: None,
-        },
-        validation: None,
-        payload: empty_payload(),
-        checksum: None,
-    }
-}
 
 /// The hidden widths of `--hidden` (comma-separated positive integers; an empty entry, as in
 /// `2,,2` or `50,`, is an error).
@@ -402,288 +256,22 @@ pub fn check_writable(path: &Path, flag: &str) -> Result<()> {
     Ok(())
 }
 
+pub mod checkpoint;
 mod data;
+pub mod diagnostics;
+mod fitting;
+pub mod interrupt;
 mod memory;
+mod prepare;
+pub mod progress;
+pub mod train;
 
 use data::{read_data, Data};
+pub use fitting::run;
+pub use interrupt::INTERRUPTED_STATUS;
 use memory::check_fit_memory;
-
-/// Runs `smi fit`.
-pub fn run(a: &FitArgs) -> Result<()> {
-    let method: Method = a.method.parse().context("--method")?;
-    let hidden = parse_hidden(&a.hidden)?;
-    if a.particles == 0 {
-        bail!("--particles must be at least 1");
-    }
-    if a.max_steps == 0 {
-        bail!("--max-steps must be at least 1");
-    }
-    if a.batch_size == 0 {
-        bail!("--batch-size must be at least 1");
-    }
-    if a.draws < 2 {
-        bail!("--draws must be at least 2");
-    }
-    let lr_auto = a.lr.trim().eq_ignore_ascii_case("auto");
-    let fixed_lr = if lr_auto {
-        None
-    } else {
-        let v: f64 = a
-            .lr
-            .trim()
-            .parse()
-            .ok()
-            .filter(|v: &f64| *v > 0.0 && v.is_finite())
-            .with_context(|| format!("--lr {:?}: expected a positive number or `auto`", a.lr))?;
-        Some(v)
-    };
-    if let Some(v) = a.validation {
-        if !(v > 0.0 && v < 1.0) {
-            bail!("--validation must be a fraction in (0, 1), got {v}");
-        }
-    }
-
-    check_writable(&a.save, "--save")?;
-
-    // Data.
-    let table = read_table(&a.csv)?;
-    let data = read_data(
-        &table,
-        &a.target,
-        a.features.as_deref(),
-        a.task,
-        a.drop_missing,
-    )?;
-    drop(table);
-    if a.drop_missing {
-        let lines = if data.dropped.is_empty() {
-            String::new()
-        } else {
-            format!(
-                " (lines {}{})",
-                data.dropped
-                    .iter()
-                    .take(csv_input::SHOWN_ROWS)
-                    .map(u64::to_string)
-                    .collect::<Vec<_>>()
-                    .join(", "),
-                if data.dropped.len() > csv_input::SHOWN_ROWS {
-                    ", …"
-                } else {
-                    ""
-                }
-            )
-        };
-        eprintln!(
-            "--drop-missing: dropped {} of {} rows with a missing or non-numeric value{lines}",
-            data.dropped.len(),
-            data.dropped.len() + data.rows(),
-        );
-    }
-    let Data {
-        features,
-        x,
-        y,
-        classes,
-        task,
-        guessed,
-        ..
-    } = data;
-    let cols = features.len();
-    if let (true, Some(c)) = (guessed, &classes) {
-        if c.len() > 100 || 2 * c.len() > y.len() {
-            eprintln!(
-                "note: the target {} is not numeric, so this fits a classifier with {} classes \
-                 on {} rows; use --task regression if it holds numbers",
-                show(&a.target),
-                c.len(),
-                y.len()
-            );
-        }
-    }
-    let n = y.len();
-    let all: Vec<usize> = (0..n).collect();
-    let split = |frac: f64| -> Result<(Vec<usize>, Vec<usize>)> {
-        train_test_split_indices(n, frac, 10).with_context(|| {
-            format!("cannot hold out {frac} of {n} rows for validation (too few rows?)")
-        })
-    };
-    let (train, val) = match a.validation {
-        Some(v) => {
-            let (tr, va) = split(v)?;
-            (tr, Some(va))
-        }
-        None => (all.clone(), None),
-    };
-
-    // Model and engine settings.
-    let activation = match a.activation {
-        Some(ActivationArg::Relu) => Activation::Relu,
-        Some(ActivationArg::Tanh) => Activation::Tanh,
-        None if task == Task::Regression => Activation::Relu,
-        None => Activation::Tanh,
-    };
-    let out_dim = classes.as_ref().map_or(1, Vec::len);
-    let mut sizes = vec![cols];
-    sizes.extend(&hidden);
-    sizes.push(out_dim);
-    let spec = Spec {
-        task,
-        sizes,
-        activation,
-    };
-    let elbo_draws = a.elbo_draws.unwrap_or(match task {
-        Task::Classification if n > 10_000 => 20,
-        _ => 100,
-    });
-    if elbo_draws == 0 {
-        bail!("--elbo-draws must be at least 1");
-    }
-    check_fit_memory(
-        a,
-        method,
-        &spec.sizes,
-        elbo_draws,
-        train.len(),
-        val.as_ref().map_or(n / 10, Vec::len),
-        val.is_some() || (lr_auto && method != Method::Nuts),
-    )?;
-    let scale_y = task == Task::Regression && a.target_scaling == TargetScaling::Standardize;
-    let prep = prepare(&x, &y, cols, &train, val.as_deref(), scale_y)?;
-    let settings_for = |rows: usize| UnitSettings {
-        max_steps: a.max_steps,
-        num_particles: a.particles,
-        elbo_draws,
-        batch_size: (rows > a.batch_size).then_some(a.batch_size),
-        init_radius: 0.1,
-        early_stopping: !a.no_early_stop,
-        nuts: NutsSettings {
-            num_warmup: a.nuts_warmup,
-            num_draws: a.nuts_draws,
-            ..NutsSettings::uci()
-        },
-        attraction: Default::default(),
-    };
-
-    // Learning rate.
-    let mut grid_scores = Vec::new();
-    let lr = if method == Method::Nuts {
-        None
-    } else if let Some(v) = fixed_lr {
-        Some(v)
-    } else {
-        // Tune on the validation split (or a 10 % hold-out of the training rows).
-        let tune = match &val {
-            Some(_) => None,
-            None => Some(split(0.1)?),
-        };
-        let tprep = match &tune {
-            Some((tr, va)) => prepare(&x, &y, cols, tr, Some(va), scale_y)?,
-            None => prepare(&x, &y, cols, &train, val.as_deref(), scale_y)?,
-        };
-        let tmodel = Model::build(&spec, tprep.x_train.clone(), &tprep.y_train)?;
-        let ts = settings_for(tprep.y_train.len());
-        let (best, score) = smi::best_lr(
-            &LR_GRID,
-            |lr| -> Result<f64> {
-                let o = fit_method(
-                    method,
-                    Some(lr),
-                    tmodel.density(),
-                    &ts,
-                    a.seed,
-                    &mut smi::NoObserver,
-                )?;
-                let m =
-                    validate(&spec, &tprep, &o, a.draws, a.seed)?.context("no validation split")?;
-                let v = match task {
-                    Task::Regression => m.rmse,
-                    Task::Classification => m.nll,
-                }
-                .unwrap_or(f64::INFINITY);
-                eprintln!(
-                    "lr {lr:e}: validation {} {v:.4} ({} steps)",
-                    if task == Task::Regression {
-                        "RMSE"
-                    } else {
-                        "NLL"
-                    },
-                    o.steps
-                );
-                grid_scores.push((lr, finite(v)));
-                Ok(v)
-            },
-            |lr, e| eprintln!("note: lr search lr={lr:e}: {e:#} (counted as infinite)"),
-        )?;
-        eprintln!("chosen lr {best:e} (validation score {score:.4})");
-        Some(best)
-    };
-
-    // Final fit.
-    let model = Model::build(&spec, prep.x_train.clone(), &prep.y_train)?;
-    let settings = settings_for(prep.y_train.len());
-    let mut bar = Bar::new(&format!("fit {method}"), 10);
-    let out = fit_method(method, lr, model.density(), &settings, a.seed, &mut bar)
-        .with_context(|| format!("fitting {method}"))?;
-    eprintln!(
-        "{method}: {} steps in {:.1} s{}{}",
-        out.steps,
-        out.seconds,
-        if out.early_stopped() {
-            " (stopped early on the force norm)"
-        } else {
-            ""
-        },
-        out.final_loss()
-            .map_or_else(String::new, |l| format!(", last loss {l:.4}"))
-    );
-    let validation = validate(&spec, &prep, &out, a.draws, a.seed)?;
-    if let Some(m) = &validation {
-        eprintln!("validation: {}", predict::describe(m));
-    }
-
-    // Save.
-    let mut h = header_stub(&spec, &prep);
-    h.method = method.name().into();
-    h.target = a.target.clone();
-    h.features = features;
-    h.classes = classes;
-    h.settings = Settings {
-        lr,
-        lr_mode: if method == Method::Nuts {
-            "none"
-        } else if lr_auto {
-            "auto"
-        } else {
-            "fixed"
-        }
-        .into(),
-        lr_grid: grid_scores,
-        max_steps: a.max_steps,
-        particles: a.particles,
-        elbo_draws,
-        batch_size: settings.batch_size,
-        early_stopping: !a.no_early_stop,
-        init_radius: settings.init_radius,
-        seed: a.seed,
-        validation: a.validation,
-        nuts_warmup: a.nuts_warmup,
-        nuts_draws: a.nuts_draws,
-    };
-    h.training = Training {
-        rows: prep.y_train.len(),
-        validation_rows: val.as_ref().map_or(0, Vec::len),
-        steps: out.steps,
-        seconds: out.seconds,
-        early_stopped: out.early_stopped(),
-        final_loss: out.final_loss().and_then(finite),
-    };
-    h.validation = validation;
-    let file = ModelFile::new(h, &out.posterior, model.density().dim());
-    file.save(&a.save)?;
-    eprintln!("saved the model to {}", a.save.display());
-    Ok(())
-}
+use prepare::{header_stub, prepare, validate, Model, Prepared, Spec};
+pub use train::Stop;
 
 #[cfg(test)]
 mod tests;

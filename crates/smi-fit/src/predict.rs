@@ -34,9 +34,10 @@ pub struct PredictArgs {
     /// gives test metrics on stderr.
     #[arg(long)]
     pub csv: PathBuf,
-    /// Mass of the central predictive interval (regression).
-    #[arg(long, default_value_t = 0.9)]
-    pub interval: f64,
+    /// Mass of the central predictive interval (regression models only; a classifier's output
+    /// has no interval, and giving it is an error) [default: 0.9].
+    #[arg(long)]
+    pub interval: Option<f64>,
     /// Predictive draws (θ draws for SMI/OVI; y draws per row for the interval).
     #[arg(long, default_value_t = 1000)]
     pub draws: usize,
@@ -202,6 +203,31 @@ pub fn predict_regression(
     Ok(out)
 }
 
+/// The observation noise σ of a regression model in target units, one value per θ draw
+/// (`draws` draws for Normal particles; the particles or NUTS draws otherwise), sorted.
+///
+/// # Errors
+/// A header without a noise model, or draws the model cannot evaluate.
+pub fn noise_scales(h: &Header, fitted: &Posterior, draws: usize, seed: u64) -> Result<Vec<f64>> {
+    let noise: Noise = h
+        .architecture
+        .noise
+        .context("corrupt model header: a regression model without a noise model")?;
+    let inputs = h.architecture.sizes.first().copied().unwrap_or(1);
+    let model = BnnRegression::new(mlp(h)?, Matrix::zeros(1, inputs), vec![0.0], noise)?
+        .with_prior_scale(h.architecture.prior_scale)?;
+    check_memory(h, fitted, draws, 1)?;
+    let theta = fitted.predictive_draws(draws, &mut prediction_rng(seed))?;
+    let pred = model.predict(theta.as_slice(), &Matrix::zeros(1, inputs))?;
+    let scale = match &h.y_scaler {
+        Some(s) => s.std.first().copied().unwrap_or(1.0),
+        None => 1.0,
+    };
+    let mut sigma: Vec<f64> = pred.noise_scale.iter().map(|v| v * scale).collect();
+    sigma.sort_by(f64::total_cmp);
+    Ok(sigma)
+}
+
 /// The message for predictions of rows `start..end` (0-based) that are not finite: the
 /// parameters are finite (the model file guarantees it), so the network overflowed.
 fn not_finite(start: usize, end: usize) -> String {
@@ -234,6 +260,7 @@ pub fn regression_metrics(out: &RegressionOutput, y: &[f64], interval: f64) -> M
         accuracy: None,
         coverage: Some(inside as f64 / n),
         interval: Some(interval),
+        skipped_rows: None,
     }
 }
 
@@ -329,9 +356,14 @@ pub fn features(h: &Header, table: &Table) -> Result<Matrix> {
     Ok(Matrix::from_vec(table.len(), cols, x)?)
 }
 
+/// The default mass of the central predictive interval.
+pub const DEFAULT_INTERVAL: f64 = 0.9;
+
 fn check_args(a: &PredictArgs) -> Result<()> {
-    if !(a.interval > 0.0 && a.interval < 1.0) {
-        bail!("--interval must be in (0, 1), got {}", a.interval);
+    if let Some(i) = a.interval {
+        if !(i > 0.0 && i < 1.0) {
+            bail!("--interval must be in (0, 1), got {i}");
+        }
     }
     if a.draws < 2 {
         bail!("--draws must be at least 2");
@@ -361,10 +393,56 @@ fn write_csv(
 enum Targets {
     /// Regression targets in target units.
     Values(Vec<f64>),
-    /// Class indices into the model's classes.
-    Classes(Vec<usize>),
+    /// Class indices into the model's classes of the rows whose label the model knows.
+    Classes(KnownLabels),
     /// No test metrics, and why.
     None(String),
+}
+
+/// The test rows of a classifier whose labels the model knows.
+struct KnownLabels {
+    /// The rows (0-based), in order.
+    rows: Vec<usize>,
+    /// Their class indices.
+    labels: Vec<usize>,
+    /// How many rows have a label the model does not know, and the first such label.
+    unknown: Option<(usize, String)>,
+}
+
+impl KnownLabels {
+    /// Maps `labels` (one per row) to indices into `classes`, keeping the rows it can.
+    fn new(classes: &[String], labels: &[String]) -> Self {
+        let mut k = KnownLabels {
+            rows: Vec::new(),
+            labels: Vec::new(),
+            unknown: None,
+        };
+        for (r, l) in labels.iter().enumerate() {
+            match classes.iter().position(|c| c == l) {
+                Some(i) => {
+                    k.rows.push(r);
+                    k.labels.push(i);
+                }
+                None => match &mut k.unknown {
+                    Some((count, _)) => *count += 1,
+                    None => k.unknown = Some((1, l.clone())),
+                },
+            }
+        }
+        k
+    }
+
+    /// The metrics of `out` (every row of the table) on the known rows.
+    fn metrics(&self, out: &ClassOutput) -> Metrics {
+        let known = ClassOutput {
+            probs: self.rows.iter().map(|&r| out.probs[r].clone()).collect(),
+            predicted: self.rows.iter().map(|&r| out.predicted[r]).collect(),
+        };
+        Metrics {
+            skipped_rows: self.unknown.as_ref().map(|u| u.0),
+            ..class_metrics(&known, &self.labels)
+        }
+    }
 }
 
 /// The test targets of `table` when it has the model's target column: regression values, or
@@ -390,19 +468,29 @@ fn targets(h: &Header, table: &Table) -> Result<Targets> {
                 .classes
                 .as_ref()
                 .context("corrupt model header: a classifier without classes")?;
-            let labels = table.labels(t)?;
-            let idx: std::result::Result<Vec<usize>, &String> = labels
-                .iter()
-                .map(|l| classes.iter().position(|c| c == l).ok_or(l))
-                .collect();
-            match idx {
-                Ok(idx) => Targets::Classes(idx),
-                Err(l) => Targets::None(format!(
-                    "column {} holds labels the model does not know (e.g. {})",
+            let known = KnownLabels::new(classes, &table.labels(t)?);
+            if let Some((count, l)) = &known.unknown {
+                let what = format!(
+                    "{count} of the {} rows have a label in column {} that the model does not \
+                     know (e.g. {}; it knows {})",
+                    table.len(),
                     show(&h.target),
-                    show(l)
-                )),
+                    show(l),
+                    classes
+                        .iter()
+                        .map(|c| show(c))
+                        .collect::<Vec<_>>()
+                        .join(", ")
+                );
+                if known.rows.is_empty() {
+                    return Ok(Targets::None(what));
+                }
+                eprintln!(
+                    "note: {what}; the test metrics score the other {} rows",
+                    known.rows.len()
+                );
             }
+            Targets::Classes(known)
         }
     })
 }
@@ -416,6 +504,14 @@ pub fn run(a: &PredictArgs) -> Result<()> {
     }
     let model = ModelFile::load(&a.model)?;
     let h = &model.header;
+    if h.task == Task::Classification && a.interval.is_some() {
+        bail!(
+            "--interval: {} is a classifier; its predictions are class probabilities, which \
+             have no interval (--interval applies to regression models)",
+            a.model.display()
+        );
+    }
+    let interval = a.interval.unwrap_or(DEFAULT_INTERVAL);
     let fitted = model.fitted()?;
     let table = read_table(&a.csv)?;
     let x = features(h, &table)?;
@@ -431,7 +527,7 @@ pub fn run(a: &PredictArgs) -> Result<()> {
                 Targets::Values(y) => Some(y.as_slice()),
                 _ => None,
             };
-            let out = predict_regression(h, &fitted, &x, a.draws, a.interval, seed, y)?;
+            let out = predict_regression(h, &fitted, &x, a.draws, interval, seed, y)?;
             let head = ["mean", "std", "lower", "upper"].map(String::from);
             write_csv(
                 &a.out,
@@ -443,7 +539,7 @@ pub fn run(a: &PredictArgs) -> Result<()> {
                         .collect()
                 }),
             )?;
-            y.map(|y| regression_metrics(&out, y, a.interval))
+            y.map(|y| regression_metrics(&out, y, interval))
         }
         Task::Classification => {
             let classes = h
@@ -470,7 +566,7 @@ pub fn run(a: &PredictArgs) -> Result<()> {
                 }),
             )?;
             match &targets {
-                Targets::Classes(idx) => Some(class_metrics(&out, idx)),
+                Targets::Classes(known) => Some(known.metrics(&out)),
                 _ => None,
             }
         }
@@ -516,6 +612,9 @@ pub fn describe(m: &Metrics) -> String {
     }
     if m.accuracy.is_some() {
         s.push_str(&format!(", accuracy {}", f(m.accuracy)));
+    }
+    if let Some(k) = m.skipped_rows {
+        s.push_str(&format!(" ({k} rows with unknown labels not scored)"));
     }
     s
 }

@@ -85,17 +85,45 @@ fn a_bad_cell_in_a_numeric_target_is_an_error_not_classes() {
     assert_eq!(read_data(&t, "y", None, None, true).unwrap().y, [2.0, 6.0]);
 }
 
-/// Integer labels are a regression target by default and classes under
-/// `--task classification`.
+/// Integer targets with few distinct values are neither guessed a regression nor classes: the
+/// error asks for `--task`, which decides.
 #[test]
 fn task_overrides_the_guess() {
-    let t = table("x,y\n1,0\n2,1\n3,2\n4,1\n5,10\n");
-    let d = read_data(&t, "y", None, None, false).unwrap();
+    let t = table("x,y\n1,0\n2,1\n3,2\n4,1\n5,10\n6,0\n7,2\n8,1\n");
+    let e = read_data(&t, "y", None, None, false)
+        .err()
+        .unwrap()
+        .to_string();
+    for want in [
+        "t.csv: the target \"y\" holds only the whole numbers 0, 1, 2, 10",
+        "4 distinct values in 8 rows",
+        "--task classification",
+        "--task regression",
+    ] {
+        assert!(e.contains(want), "{want:?} not in {e}");
+    }
+    let d = read_data(&t, "y", None, Some(Task::Regression), false).unwrap();
     assert_eq!((d.task, d.classes.is_none()), (Task::Regression, true));
     let d = read_data(&t, "y", None, Some(Task::Classification), false).unwrap();
     assert_eq!(d.task, Task::Classification);
     assert_eq!(d.classes.unwrap(), ["0", "1", "2", "10"]);
-    assert_eq!(d.y, [0.0, 1.0, 2.0, 1.0, 3.0]);
+    assert_eq!(d.y, [0.0, 1.0, 2.0, 1.0, 3.0, 0.0, 2.0, 1.0]);
+    // Not labels: a fraction, more than MAX_LABEL_VALUES values, or nearly one row per value.
+    for text in [
+        "x,y\n1,0\n2,1\n3,0.5\n4,1\n",
+        "x,y\n1,0\n2,1\n3,2\n",
+        &numeric(30, &[]),
+    ] {
+        let d = read_data(&table(text), "y", None, None, false).unwrap();
+        assert_eq!(d.task, Task::Regression, "{text}");
+    }
+    let many: String = (0..40).fold("x,y\n".into(), |s, r| s + &format!("{r},{}\n", r % 11));
+    assert_eq!(
+        read_data(&table(&many), "y", None, None, false)
+            .unwrap()
+            .task,
+        Task::Regression
+    );
     // Text labels are classes.
     let t = table("x,y\n1,a\n2,b\n3,a\n");
     let d = read_data(&t, "y", None, None, false).unwrap();
@@ -249,4 +277,103 @@ proptest! {
     fn edited_csv_never_panics(text in edited_csv()) {
         exercise(text.as_bytes());
     }
+}
+
+#[test]
+fn durations_take_seconds_or_a_unit() {
+    for (text, secs) in [
+        ("90", 90.0),
+        ("1.5m", 90.0),
+        ("2h", 7200.0),
+        (" 10 s ", 10.0),
+    ] {
+        assert_eq!(parse_duration(text), Ok(secs), "{text}");
+    }
+    assert_eq!(parse_duration("10min"), Ok(600.0));
+    for bad in ["", "-1", "1d", "m", "inf", "NaN"] {
+        assert!(parse_duration(bad).is_err(), "{bad:?}");
+    }
+}
+
+/// A 1 → 3 → 1 regression network on 20 rows, and its settings with `steps` steps.
+fn tiny_fit(steps: u64) -> (BnnRegression, UnitSettings) {
+    let x = Matrix::from_fn(20, 1, |i, _| i as f64 / 10.0 - 1.0);
+    let y = (0..20).map(|i| (i as f64 / 5.0).sin()).collect();
+    let mlp = Mlp::new(&[1, 3, 1], Activation::Relu).unwrap();
+    let model = BnnRegression::new(mlp, x, y, Noise::uci()).unwrap();
+    let s = UnitSettings {
+        max_steps: steps,
+        num_particles: 2,
+        elbo_draws: 2,
+        batch_size: Some(8),
+        init_radius: 0.1,
+        early_stopping: false,
+        nuts: NutsSettings::default(),
+        attraction: Default::default(),
+    };
+    (model, s)
+}
+
+/// Training in stretches, stopping on a signal or a deadline, and resuming take exactly the
+/// steps of one uninterrupted run (equality: the same arithmetic in the same order).
+#[test]
+fn stretches_stops_and_resumes_leave_the_fit_unchanged() {
+    use train::{train, Limits};
+    let (model, s) = tiny_fit(12);
+    let lr = Some(5e-3);
+    let whole = smi_experiments::uci::fit(Method::Smi, lr, &model, &s, 1, &mut smi::NoObserver)
+        .unwrap()
+        .state
+        .unwrap();
+    let never = interrupt::Interrupt::never();
+    let limits = |interrupt, deadline, resume| Limits {
+        deadline,
+        interrupt,
+        checkpoint: None,
+        resume,
+    };
+    let run = |l| train(Method::Smi, lr, &model, &s, 1, l, &mut smi::NoObserver).unwrap();
+    let t = run(limits(&never, None, None));
+    assert_eq!(t.stop, Stop::Finished);
+    assert_eq!(t.fit.state.unwrap().particles, whole.particles);
+    let raised = interrupt::Interrupt::never();
+    raised.raise();
+    let cut = run(limits(&raised, None, None));
+    assert_eq!((cut.stop, cut.fit.steps), (Stop::Interrupted, 1));
+    let late = run(limits(&never, Some(std::time::Instant::now()), None));
+    assert_eq!((late.stop, late.fit.steps), (Stop::TimeLimit, 1));
+    let rest = run(limits(&never, None, cut.fit.state));
+    assert_eq!((rest.stop, rest.fit.steps), (Stop::Finished, 12));
+    assert_eq!(rest.fit.state.unwrap().particles, whole.particles);
+    // A state of another configuration is refused.
+    let (_, other) = tiny_fit(12);
+    let other = UnitSettings {
+        num_particles: 3,
+        ..other
+    };
+    let foreign = train(
+        Method::Smi,
+        lr,
+        &model,
+        &other,
+        1,
+        limits(&never, None, None),
+        &mut smi::NoObserver,
+    )
+    .unwrap()
+    .fit
+    .state;
+    let e = train(
+        Method::Smi,
+        lr,
+        &model,
+        &s,
+        1,
+        limits(&never, None, foreign),
+        &mut smi::NoObserver,
+    )
+    .err()
+    .unwrap()
+    .to_string();
+    assert!(e.contains("other settings"), "{e}");
 }

@@ -111,7 +111,9 @@ pub struct Args {
     /// Use only the first N test images [default: all 10 000; with --quick: 1000].
     #[arg(long)]
     pub test_size: Option<usize>,
-    /// Data directory holding `mnist/` [default: $SMI_DATA_DIR, else ../shared/data].
+    /// Data directory holding `mnist/` [default: $SMI_DATA_DIR, else the per-user folder
+    /// (~/.local/share/smi) if it exists, else the repository's sibling shared/data; see
+    /// `smi data`].
     #[arg(long)]
     pub data_dir: Option<PathBuf>,
     /// Output folder for `mnist.jsonl`, `mnist.md` and `checkpoints/`.
@@ -471,7 +473,8 @@ pub fn run(args: &Args) -> Result<()> {
     let data =
         Mnist::load_subset(&plan.data_dir, plan.train_size, plan.test_size).with_context(|| {
             format!(
-                "cannot load MNIST from {} (set --data-dir or {})",
+                "cannot load MNIST from {} (get it with `smi data fetch mnist`, or point \
+                 --data-dir or {} at a folder holding mnist/)",
                 plan.data_dir.display(),
                 smi_data::DATA_DIR_ENV
             )

@@ -2,6 +2,7 @@
 //! network depth (`mnist.md`) from `mnist.jsonl`.
 
 use super::*;
+use crate::plot::thousands;
 
 /// One column of a table: record key, header, direction.
 struct Column {
@@ -105,6 +106,44 @@ fn metric_table(rows: &[(Method, &Map<String, Value>)], columns: &[Column]) -> S
     tables::markdown(&header, &cells)
 }
 
+/// The settings line of `mnist.md`: epochs, training and test images and predictive draws of
+/// the records shown, quick (`--quick`: 1 epoch on 512 images) or the paper's (100 epochs on
+/// 60 000 images, 50 draws).
+fn settings_line<'a>(recs: impl Iterator<Item = &'a Map<String, Value>>) -> String {
+    let mut seen: [Vec<u64>; 4] = Default::default();
+    for r in recs {
+        for (i, k) in ["epochs", "train_size", "test_size", "draws"]
+            .iter()
+            .enumerate()
+        {
+            if let Some(v) = records::get(r, k).and_then(Value::as_u64) {
+                if !seen[i].contains(&v) {
+                    seen[i].push(v);
+                }
+            }
+        }
+    }
+    let list = |v: &[u64]| {
+        v.iter()
+            .map(|&n| thousands(n))
+            .collect::<Vec<_>>()
+            .join(" / ")
+    };
+    let kind = match (seen[0].as_slice(), seen[1].as_slice()) {
+        ([100], [60_000]) => "paper settings",
+        ([1], [512]) => "quick run (--quick)",
+        _ => "reduced or custom run",
+    };
+    format!(
+        "Settings: {kind}; epochs: {}, training images: {} (paper: 100 epochs on 60 000); \
+         test images: {}; predictive draws: {} (paper: 50).",
+        list(&seen[0]),
+        list(&seen[1]),
+        list(&seen[2]),
+        list(&seen[3])
+    )
+}
+
 /// Rebuilds `mnist.md` from `mnist.jsonl` (nothing when there are no records); records of
 /// failed units are left out.
 pub fn report(out: &Path) -> Result<()> {
@@ -130,6 +169,10 @@ pub fn report(out: &Path) -> Result<()> {
     let layer_counts: BTreeSet<u64> = latest.keys().map(|(l, _)| *l).collect();
     let mut md = String::new();
     md.push_str("# MNIST classification (docs/algorithms.md §7.4; the paper's Table 4)\n\n");
+    md.push_str(&format!(
+        "> {}\n\n",
+        settings_line(latest.values().copied())
+    ));
     md.push_str(
         "Mean ± std (ddof 0) over predictive draws (SVGD/ASVGD: the 5 particles; MAP: its one \
          point, evaluated once per draw so only the sampled-label metrics vary). Paper metrics: \

@@ -77,7 +77,9 @@ pub struct Args {
     /// OVI/MAP run exactly this many [default: 60000; with --quick: 200].
     #[arg(long)]
     pub max_steps: Option<u64>,
-    /// Data directory holding `uci/` [default: $SMI_DATA_DIR, else ../shared/data].
+    /// Data directory holding `uci/` [default: $SMI_DATA_DIR, else the per-user folder
+    /// (~/.local/share/smi) if it exists, else the repository's sibling shared/data; see
+    /// `smi data`].
     #[arg(long)]
     pub data_dir: Option<PathBuf>,
     /// Output folder for `uci.jsonl` and `uci.md`.
@@ -312,7 +314,8 @@ pub fn run(args: &Args) -> Result<()> {
     for &ds in &datasets {
         let d = UciData::load(&data_dir, ds, ColumnConvention::Paper).with_context(|| {
             format!(
-                "cannot load UCI data set {ds} from {} (set --data-dir or SMI_DATA_DIR)",
+                "cannot load UCI data set {ds} from {} (get it with `smi data fetch {ds}`, or \
+                 point --data-dir or SMI_DATA_DIR at a folder holding uci/)",
                 data_dir.display()
             )
         })?;

@@ -2,6 +2,7 @@
 //! not-worse-than-best marks of a one-sided Mann–Whitney U test and a time table.
 
 use super::*;
+use crate::plot::thousands;
 
 /// Per-split values of one (split kind, data set, method) cell.
 #[derive(Default, Clone)]
@@ -64,6 +65,7 @@ pub fn report(out: &Path) -> Result<()> {
 
     let mut md = String::new();
     md.push_str("# UCI regression (docs/algorithms.md §7.3; the paper's Table 3 and Table 6)\n\n");
+    md.push_str(&format!("> {}\n\n", settings_line(&cells)));
     md.push_str(
         "Mean ± std (ddof 0) over splits. **Bold**: not worse than the best method \
          (one-sided Mann–Whitney U, p ≥ 0.05); _underscored_: not worse than the best \
@@ -130,6 +132,46 @@ pub fn report(out: &Path) -> Result<()> {
     records::write_atomic(&p, md.as_bytes())
         .with_context(|| format!("cannot write {}", p.display()))?;
     Ok(())
+}
+
+/// The settings line of `uci.md`: the step budgets of the configurations shown (`--quick`: 200,
+/// the paper: 60 000) and the splits per cell; the full configurations are listed at the end.
+fn settings_line(cells: &BTreeMap<(String, UciDataset, Method), Cell>) -> String {
+    let mut budgets: Vec<u64> = cells
+        .values()
+        .filter_map(|c| {
+            c.config
+                .split('|')
+                .find_map(|t| t.strip_prefix("steps="))
+                .and_then(|v| v.parse().ok())
+        })
+        .collect();
+    budgets.sort_unstable();
+    budgets.dedup();
+    let kind = match budgets.as_slice() {
+        [60_000] => "paper step budget",
+        [200] => "quick run (--quick)",
+        _ => "custom step budget",
+    };
+    let list = budgets
+        .iter()
+        .map(|&b| thousands(b))
+        .collect::<Vec<_>>()
+        .join(" / ");
+    let splits: Vec<usize> = cells.values().map(|c| c.splits.len()).collect();
+    let (lo, hi) = (
+        splits.iter().copied().min().unwrap_or(0),
+        splits.iter().copied().max().unwrap_or(0),
+    );
+    let n = if lo == hi {
+        lo.to_string()
+    } else {
+        format!("{lo}–{hi}")
+    };
+    format!(
+        "Settings: {kind}; at most {list} steps per fit (paper: 60 000); splits per cell: {n} \
+         (paper: 20, protein 5); every configuration is listed at the end."
+    )
 }
 
 fn kind_title(kind: &str) -> &str {

@@ -2,7 +2,7 @@
 //! distance, one series per method and particle count.
 
 use super::*;
-use crate::plot::{draw_legend, draw_markers, glyph, plot_err, ramp};
+use crate::plot::{draw_legend, draw_markers, glyph, plot_err, ramp, FOOTER_HEIGHT};
 
 /// Colour of a series (Okabe–Ito palette, fixed per method so figures agree).
 pub(crate) fn series_color(series: &str) -> RGBColor {
@@ -64,6 +64,52 @@ fn signed_tick(v: &f64) -> String {
     }
 }
 
+/// Tick positions of a log axis over [lo, hi]: 1-2-5 per decade over up to 2.5 decades, 1-3
+/// over up to 5, powers of ten beyond (plotters' own log ticks start at the first power of ten,
+/// leaving no label below 1 on an axis such as 0.13..6).
+fn log_ticks(lo: f64, hi: f64) -> Vec<f64> {
+    let decades = (hi / lo).log10();
+    let mantissas: &[f64] = if decades <= 2.5 {
+        &[1.0, 2.0, 5.0]
+    } else if decades <= 5.0 {
+        &[1.0, 3.0]
+    } else {
+        &[1.0]
+    };
+    let (first, last) = (lo.log10().floor() as i32, hi.log10().ceil() as i32);
+    let mut ticks = Vec::new();
+    for k in first..=last {
+        for m in mantissas {
+            let v = scaled(*m, k);
+            if v >= lo && v <= hi {
+                ticks.push(v);
+            }
+        }
+    }
+    ticks
+}
+
+/// `m · 10^k`, dividing for negative k so that e.g. 0.3 is the closest double to 0.3.
+fn scaled(m: f64, k: i32) -> f64 {
+    if k >= 0 {
+        m * 10f64.powi(k)
+    } else {
+        m / 10f64.powi(-k)
+    }
+}
+
+/// Minor grid lines of a log axis: every integer multiple of each power of ten in [lo, hi].
+fn log_minor(lo: f64, hi: f64) -> Vec<f64> {
+    let (first, last) = (lo.log10().floor() as i32, hi.log10().ceil() as i32);
+    (first..=last)
+        .flat_map(|k| (1..10).map(move |m| scaled(f64::from(m), k)))
+        .filter(|v| *v >= lo && *v <= hi)
+        .collect()
+}
+
+/// The y coordinate of the log panels: a log axis with [`log_ticks`] and [`log_minor`].
+type LogY = plotters::coord::combinators::WithKeyPoints<LogCoord<f64>>;
+
 fn log_tick(v: &f64) -> String {
     let v = *v;
     if v >= 1.0 && (v - v.round()).abs() < 1e-9 {
@@ -122,7 +168,13 @@ fn log_panel<DB: DrawingBackend>(
         .margin(18)
         .x_label_area_size(50)
         .y_label_area_size(70)
-        .build_cartesian_2d(x_range.0..x_range.1, (lo..hi).log_scale())
+        .build_cartesian_2d(
+            x_range.0..x_range.1,
+            (lo..hi)
+                .log_scale()
+                .with_key_points(log_ticks(lo, hi))
+                .with_light_points(log_minor(lo, hi)),
+        )
         .map_err(plot_err)?;
     chart
         .configure_mesh()
@@ -132,7 +184,6 @@ fn log_panel<DB: DrawingBackend>(
         .label_style((FONT_FAMILY, 15))
         .light_line_style(RGBColor(235, 235, 235))
         .bold_line_style(RGBColor(205, 205, 205))
-        .y_labels(14)
         .y_label_formatter(&log_tick)
         .x_label_formatter(&int_tick)
         .draw()
@@ -146,7 +197,7 @@ fn log_panel<DB: DrawingBackend>(
 }
 
 fn draw_reference<'a, DB: DrawingBackend + 'a>(
-    chart: &mut ChartContext<'a, DB, Cartesian2d<RangedCoordf64, LogCoord<f64>>>,
+    chart: &mut ChartContext<'a, DB, Cartesian2d<RangedCoordf64, LogY>>,
     x_range: (f64, f64),
     r: f64,
     label: &str,
@@ -168,7 +219,7 @@ fn draw_reference<'a, DB: DrawingBackend + 'a>(
 }
 
 fn draw_series_list<'a, DB: DrawingBackend + 'a>(
-    chart: &mut ChartContext<'a, DB, Cartesian2d<RangedCoordf64, LogCoord<f64>>>,
+    chart: &mut ChartContext<'a, DB, Cartesian2d<RangedCoordf64, LogY>>,
     series: &[Series],
     floor: f64,
 ) -> Result<()> {
@@ -230,15 +281,16 @@ fn x_range_of(rows: &[Row]) -> (f64, f64) {
 
 pub(super) fn variance_figure(rows: &[Row], path: &Path) -> Result<()> {
     init_font();
-    let root = BitMapBackend::new(path, (1500, 620)).into_drawing_area();
+    let root = BitMapBackend::new(path, (1500, 620 + FOOTER_HEIGHT)).into_drawing_area();
     root.fill(&WHITE).map_err(plot_err)?;
-    let (left, right) = root.split_horizontally(760);
+    let body = with_footer(&root, &settings_line(rows))?;
+    let (left, right) = body.split_horizontally(760);
     let x_range = x_range_of(rows);
     log_panel(
         &left,
         "Variance collapse on N(0, I) in d dimensions",
         "dimension d",
-        "dimension-averaged marginal variance",
+        "dimension-averaged marginal variance (log scale)",
         x_range,
         &main_series(rows, |r| r.mean_variance),
         Some((1.0, "target variance 1")),
@@ -277,7 +329,7 @@ pub(super) fn variance_figure(rows: &[Row], path: &Path) -> Result<()> {
                 &right,
                 &format!("{s} over the repulsion temperature α"),
                 "dimension d",
-                "dimension-averaged marginal variance",
+                "dimension-averaged marginal variance (log scale)",
                 x_range,
                 &series,
                 Some((1.0, "target variance 1")),
@@ -349,10 +401,11 @@ fn location_panel<DB: DrawingBackend>(
 
 pub(super) fn frobenius_figure(rows: &[Row], path: &Path) -> Result<()> {
     init_font();
-    let root = BitMapBackend::new(path, (900, 620)).into_drawing_area();
+    let root = BitMapBackend::new(path, (900, 620 + FOOTER_HEIGHT)).into_drawing_area();
     root.fill(&WHITE).map_err(plot_err)?;
+    let body = with_footer(&root, &settings_line(rows))?;
     log_panel(
-        &root,
+        &body,
         "Distance to the true variances: ‖diag(var) − I‖",
         "dimension d",
         "Frobenius distance (log scale; < 1e-4 drawn at 1e-4)",
@@ -364,4 +417,22 @@ pub(super) fn frobenius_figure(rows: &[Row], path: &Path) -> Result<()> {
     )?;
     root.present().map_err(plot_err)?;
     Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn log_axes_get_ticks_below_one() {
+        // A quick run's range (collapsed SVGD at 0.2, SMI-20 at 1.6): 1-2-5 ticks, some below 1.
+        assert_eq!(log_ticks(0.13, 6.0), [0.2, 0.5, 1.0, 2.0, 5.0]);
+        let labels: Vec<String> = log_ticks(0.13, 6.0).iter().map(log_tick).collect();
+        assert_eq!(labels, ["0.2", "0.5", "1", "2", "5"]);
+        // Six and a half decades: one tick per power of ten, the smallest labelled exactly.
+        let wide = log_ticks(1e-4, 300.0);
+        assert_eq!(wide.len(), 7);
+        assert_eq!(log_tick(&wide[0]), "0.0001");
+        assert!(log_minor(0.13, 6.0).contains(&0.3));
+    }
 }

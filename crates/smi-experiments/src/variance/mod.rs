@@ -24,7 +24,7 @@ use smi::testing::DiagNormal;
 use smi::{Init, Method, MethodSettings, OptimizerSettings, RunSettings};
 
 use crate::limits;
-use crate::plot::{init_font, is_png, FONT_FAMILY};
+use crate::plot::{init_font, is_png, thousands, with_footer, FONT_FAMILY};
 use crate::progress::Bar;
 use crate::records;
 use crate::tables::markdown;
@@ -545,21 +545,40 @@ pub fn report(out: &Path) -> Result<()> {
     Ok(())
 }
 
-fn markdown_report(rows: &[Row]) -> String {
+/// The settings the records were made with, in one line for figures and tables: steps per fit
+/// (against the paper's 60 000, naming a quick run), S, the dimensions.
+fn settings_line(rows: &[Row]) -> String {
     let steps = dedup_sorted(&rows.iter().filter_map(|r| r.steps).collect::<Vec<_>>());
     let steps_txt = steps
+        .iter()
+        .map(|&n| thousands(n))
+        .collect::<Vec<_>>()
+        .join(" / ");
+    let kind = match steps.as_slice() {
+        [PAPER_STEPS] => "paper settings".to_string(),
+        [QUICK_STEPS] => format!("quick run (--quick; the paper: {})", thousands(PAPER_STEPS)),
+        _ => format!("reduced run (the paper: {})", thousands(PAPER_STEPS)),
+    };
+    let dims = dims_of(rows)
         .iter()
         .map(u64::to_string)
         .collect::<Vec<_>>()
         .join(", ");
+    format!(
+        "Settings: {kind}; {steps_txt} steps per fit; SMI S = {SMI_ELBO_DRAWS}; d ∈ {{{dims}}}."
+    )
+}
+
+fn markdown_report(rows: &[Row]) -> String {
     let mut s = String::new();
     s.push_str("# Variance collapse on N(0, I_d)\n\n");
-    s.push_str(&format!(
-        "Spec §7.1: SMI with a Normal guide (init radius 2, Adagrad(0.05), S = 100) and 1 or 20 \
-         particles; SVGD and ASVGD with 20 particles (init radius 20, Adam(0.05)); RBF kernel. \
-         Steps per run: {steps_txt}. Each cell is the latest record of its setting in \
-         `variance.jsonl`; columns are at α = 1 unless marked.\n\n"
-    ));
+    s.push_str(&format!("> {}\n\n", settings_line(rows)));
+    s.push_str(
+        "docs/algorithms.md §7.1: SMI with a Normal guide (init radius 2, Adagrad(0.05), S = 100) \
+         and 1 or 20 particles; SVGD and ASVGD with 20 particles (init radius 20, Adam(0.05)); \
+         RBF kernel. Each cell is the latest record of its setting in `variance.jsonl`; columns \
+         are at α = 1 unless marked.\n\n",
+    );
     s.push_str("## Dimension-averaged marginal variance (target 1)\n\n");
     s.push_str(
         "SMI: mixture variance mean_j σ²_jc + mean_j μ²_jc − (mean_j μ_jc)²; SVGD/ASVGD: \

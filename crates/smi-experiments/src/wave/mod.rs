@@ -11,20 +11,20 @@
 //! them ((−0.5, 1.3)).
 
 pub mod common;
+mod figure;
 pub mod recovery;
+mod stamp;
 
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 
 use anyhow::{Context, Result};
-use plotters::prelude::*;
 use serde_json::{json, Map, Value};
 
 use self::common::{
-    default_nuts, default_steps, evaluate, fit, mean_std, repeat_seeds, FitSpec, Method, PhaseArg,
-    Problem, ProblemArgs, Region, Size, SizeArg, PARTICLES, PREDICTIVE_DRAWS, SMI_ELBO_DRAWS,
+    default_nuts, default_steps, evaluate, fit, mean_std, repeat_seeds, FitSpec, Method, Problem,
+    ProblemArgs, Region, Size, SizeArg, PARTICLES, PREDICTIVE_DRAWS, SMI_ELBO_DRAWS,
 };
-use crate::plot::{init_font, FONT_FAMILY};
 use crate::records;
 use crate::tables::markdown;
 
@@ -336,19 +336,25 @@ pub fn report(out: &Path) -> Result<()> {
         let (s, m) = method_size(r)?;
         Some((s, m, records::num(r, "repeat")? as u64))
     });
+    let refs: Vec<&Map<String, Value>> = recs.iter().collect();
+    let settings = if refs.is_empty() {
+        "Settings: unknown (no successful record in wave.jsonl).".to_string()
+    } else {
+        stamp::settings_line(&refs)
+    };
     if !recs.is_empty() {
         let mut md =
             String::from("# 1-D wave: in-between uncertainty (docs/algorithms.md §7.2)\n\n");
+        md.push_str(&format!("> {settings} ({}.)\n\n", stamp::paper_budgets()));
         md.push_str(
             "Mean ± std (ddof 0) over repeats. LPPD = Σ_i log((1/S) Σ_s p(y_i|x_i, θ_s)) over the \
-             region's test points (In 20, Between 60, Entire 120); S = 5 000 predictive draws for \
-             SMI and OVI, the m = 5 particles for SVGD/ASVGD, the single point for MAP, the \
+             region's test points (In 20, Between 60, Entire 120); S = the predictive draws above \
+             for SMI and OVI, the m = 5 particles for SVGD/ASVGD, the single point for MAP, the \
              posterior draws for NUTS. HDI width: mean width of the 90 % HDI of y_loc over the \
              points of the visualisation grid linspace(−2, 2, 500) inside the clusters \
              ([−1.5, −0.5] ∪ [1.3, 1.7]) and between them ((−0.5, 1.3)). `fit s`: seconds of \
-             the fit. `n`: repeats. `steps`: optimisation steps (NUTS: warm-up + draws; paper: \
-             15 000 for SMI/SVGD/ASVGD, 50 000 for OVI and MAP). NUTS: one chain, 500 + 500 \
-             at max tree depth 10 (low), 200 + 200 at depth 8 (moderate).\n",
+             the fit. `n`: repeats. `steps`: optimisation steps (NUTS: warm-up + draws, one \
+             chain).\n",
         );
         md.push_str(&summary_tables(&recs, false));
         md.push_str(
@@ -364,151 +370,12 @@ pub fn report(out: &Path) -> Result<()> {
     }
     let bands = latest(records::read(out, BANDS)?, method_size);
     if !bands.is_empty() {
-        figure(&bands, &out.join("wave-hdi.png"))?;
-    }
-    Ok(())
-}
-
-fn floats(r: &Map<String, Value>, key: &str) -> Vec<f64> {
-    r.get(key)
-        .and_then(Value::as_array)
-        .map(|a| a.iter().filter_map(Value::as_f64).collect())
-        .unwrap_or_default()
-}
-
-/// A grid of panels (rows: sizes, columns: methods) of 90 % HDI bands, data and true function.
-fn figure(bands: &[Map<String, Value>], path: &Path) -> Result<()> {
-    init_font();
-    let mut sizes: Vec<Size> = Vec::new();
-    let mut methods: Vec<Method> = Vec::new();
-    for b in bands {
-        if let Some((s, m)) = method_size(b) {
-            if !sizes.contains(&s) {
-                sizes.push(s);
-            }
-            if !methods.contains(&m) {
-                methods.push(m);
-            }
-        }
-    }
-    sizes.sort();
-    methods.sort();
-    let phase = PhaseArg::from_name(bands.first().and_then(|b| records::text(b, "phase")));
-    let problem = Problem::new(Size::Low, phase)?;
-    let train = &problem.data.train;
-    let truth: Vec<(f64, f64)> = problem
-        .data
-        .grid
-        .x
-        .iter()
-        .map(|&x| (x, smi_data::wave_fn(x, phase.phase())))
-        .collect();
-    let (ymin, ymax) = truth
-        .iter()
-        .fold((f64::INFINITY, f64::NEG_INFINITY), |(a, b), &(_, y)| {
-            (a.min(y), b.max(y))
-        });
-    let (ylo, yhi) = (ymin - 3.0, ymax + 3.0);
-    let (cols, rows) = (methods.len(), sizes.len());
-    let (pw, ph) = (300u32, 280u32);
-    let root =
-        BitMapBackend::new(path, (pw * cols as u32, ph * rows as u32 + 40)).into_drawing_area();
-    let err = |e: &dyn std::fmt::Display| anyhow::anyhow!("drawing {}: {e}", path.display());
-    root.fill(&WHITE).map_err(|e| err(&e))?;
-    let (top, body) = root.split_vertically(40);
-    let title = if cols >= 3 {
-        "90 % HDI of y_loc (shaded), posterior mean (dark), truth (black), training data (dots)"
-    } else {
-        "90 % HDI of y_loc, mean, truth, data"
-    };
-    top.titled(title, (FONT_FAMILY, 18)).map_err(|e| err(&e))?;
-    let panels = body.split_evenly((rows, cols));
-    let band_color = RGBColor(31, 119, 180);
-    for (si, &size) in sizes.iter().enumerate() {
-        for (mi, &method) in methods.iter().enumerate() {
-            let area = &panels[si * cols + mi];
-            let Some(b) = bands
+        let quick = !refs.is_empty()
+            && refs
                 .iter()
-                .find(|b| method_size(b) == Some((size, method)))
-            else {
-                continue;
-            };
-            let (x, lo, up, mean) = (
-                floats(b, "x"),
-                floats(b, "lower"),
-                floats(b, "upper"),
-                floats(b, "mean"),
-            );
-            let title = format!(
-                "{} — {} (h = {})",
-                method.label(),
-                size.name(),
-                size.hidden()
-            );
-            let mut chart = ChartBuilder::on(area)
-                .caption(title, (FONT_FAMILY, 16))
-                .margin(6)
-                .x_label_area_size(24)
-                .y_label_area_size(32)
-                .build_cartesian_2d(-2.0f64..2.0f64, ylo..yhi)
-                .map_err(|e| err(&e))?;
-            chart
-                .configure_mesh()
-                .x_labels(5)
-                .y_labels(6)
-                .x_label_formatter(&|v| format!("{v:.0}"))
-                .y_label_formatter(&|v| format!("{v:.0}"))
-                .light_line_style(WHITE.mix(0.0))
-                .label_style((FONT_FAMILY, 12))
-                .draw()
-                .map_err(|e| err(&e))?;
-            // Shade the between-cluster gap lightly so the regions are visible.
-            let gap = problem.settings.between;
-            chart
-                .draw_series(std::iter::once(Rectangle::new(
-                    [(gap.0, ylo), (gap.1, yhi)],
-                    RGBColor(240, 240, 240).filled(),
-                )))
-                .map_err(|e| err(&e))?;
-            let clip = |v: f64| v.clamp(ylo, yhi);
-            let mut poly: Vec<(f64, f64)> =
-                x.iter().zip(&up).map(|(&a, &b)| (a, clip(b))).collect();
-            poly.extend(x.iter().zip(&lo).rev().map(|(&a, &b)| (a, clip(b))));
-            chart
-                .draw_series(std::iter::once(Polygon::new(poly, band_color.mix(0.35))))
-                .map_err(|e| err(&e))?;
-            for edge in [&lo, &up] {
-                chart
-                    .draw_series(LineSeries::new(
-                        x.iter().zip(edge.iter()).map(|(&a, &b)| (a, clip(b))),
-                        band_color.mix(0.8).stroke_width(1),
-                    ))
-                    .map_err(|e| err(&e))?;
-            }
-            chart
-                .draw_series(LineSeries::new(
-                    truth.iter().copied(),
-                    BLACK.stroke_width(1),
-                ))
-                .map_err(|e| err(&e))?;
-            chart
-                .draw_series(LineSeries::new(
-                    x.iter().zip(&mean).map(|(&a, &b)| (a, clip(b))),
-                    RGBColor(8, 48, 107).stroke_width(2),
-                ))
-                .map_err(|e| err(&e))?;
-            chart
-                .draw_series(
-                    train
-                        .x
-                        .iter()
-                        .zip(&train.y)
-                        .map(|(&a, &b)| Circle::new((a, b), 2, RGBColor(214, 39, 40).filled())),
-                )
-                .map_err(|e| err(&e))?;
-        }
+                .all(|r| records::get(r, "quick").and_then(Value::as_bool) == Some(true));
+        figure::figure(&bands, &settings, quick, &out.join("wave-hdi.png"))?;
     }
-    root.present().map_err(|e| err(&e))?;
     Ok(())
 }
 

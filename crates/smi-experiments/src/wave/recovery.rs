@@ -357,6 +357,8 @@ pub fn report(out: &Path) -> Result<()> {
     }
     let recs: Vec<_> = latest.into_values().collect();
     let mut md = String::from("# Recovery point (docs/algorithms.md §7.2)\n\n");
+    let refs: Vec<&Map<String, Value>> = recs.iter().collect();
+    md.push_str(&format!("> {}\n\n", super::stamp::recovery_line(&refs)));
     md.push_str(
         "R: the smallest SVGD particle count m ∈ {1, 2, 4, …} whose LPPD over the region beats \
          5-particle SMI's (S = 100, Adam 1e-3, same steps and seed); median over repeats; \

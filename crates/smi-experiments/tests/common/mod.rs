@@ -62,19 +62,18 @@ pub fn assert_refused_within(start: Instant, secs: u64) {
     );
 }
 
-/// The shared data folder (`shared/data` beside the repository) when `probe` exists in it;
-/// otherwise says why the calling test is skipped and gives `None`.
-pub fn data_dir(probe: &str) -> Option<PathBuf> {
-    let d = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../../shared/data");
-    if d.join(probe).is_file() {
-        Some(d)
-    } else {
-        eprintln!(
-            "skipping: {} not found (no shared data folder)",
-            d.join(probe).display()
-        );
-        None
-    }
+/// The data folder the build script found (`crates/smi-data/build.rs`: `$SMI_TEST_DATA_DIR`,
+/// `shared/data` beside the repository, or the per-user folder). Tests that need it carry
+/// `#[cfg_attr(smi_no_uci_data, ignore = "…")]` (or `smi_no_mnist_data`), so they are listed as
+/// ignored without the data; one that runs and finds `probe` missing fails.
+pub fn data_dir(probe: &str) -> PathBuf {
+    let d = PathBuf::from(env!("SMI_TEST_DATA_DIR"));
+    assert!(
+        d.join(probe).is_file(),
+        "{} vanished since the tests were built; rebuild them",
+        d.join(probe).display()
+    );
+    d
 }
 
 /// `path` as a command-line word.

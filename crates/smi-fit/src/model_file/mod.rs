@@ -135,7 +135,7 @@ pub struct Settings {
 }
 
 /// What the fit did.
-#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
 pub struct Training {
     /// Rows the model was fitted on.
     pub rows: usize,
@@ -149,6 +149,35 @@ pub struct Training {
     pub early_stopped: bool,
     /// The loss of the last step.
     pub final_loss: Option<f64>,
+    /// Why a fit ended before its step budget and early-stopping rule: `"max-time"` or
+    /// `"interrupted"` (absent for a fit that finished).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub stopped: Option<String>,
+    /// NUTS: the sampler's diagnostics (absent for other methods).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub nuts: Option<NutsDiagnostics>,
+}
+
+/// The convergence diagnostics of a NUTS fit, over the kept draws.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct NutsDiagnostics {
+    /// Chains run.
+    pub chains: usize,
+    /// Kept draws per chain.
+    pub draws: usize,
+    /// Divergent transitions among the kept draws (all chains).
+    pub divergences: usize,
+    /// Divergent transitions during warm-up (all chains).
+    pub warmup_divergences: usize,
+    /// Mean tree depth of the kept draws.
+    pub mean_tree_depth: f64,
+    /// The largest rank-normalised split-R̂ over the parameters (each chain split in halves,
+    /// so one chain has one); `None` when it cannot be computed (fewer than 4 draws).
+    pub max_rhat: Option<f64>,
+    /// The smallest bulk ESS over the parameters; `None` as for `max_rhat`.
+    pub min_ess_bulk: Option<f64>,
+    /// The median bulk ESS over the parameters; `None` as for `max_rhat`.
+    pub median_ess_bulk: Option<f64>,
 }
 
 /// Validation metrics (`None` for a metric that does not apply or was not finite).
@@ -166,6 +195,10 @@ pub struct Metrics {
     pub coverage: Option<f64>,
     /// The mass of that interval.
     pub interval: Option<f64>,
+    /// Rows left out of the metrics: test rows whose class label the model does not know
+    /// (absent when every row was scored).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub skipped_rows: Option<usize>,
 }
 
 /// Which matrix the payload is.

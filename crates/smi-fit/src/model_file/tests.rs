@@ -47,6 +47,7 @@ pub(crate) fn sample() -> ModelFile {
             seconds: 0.0,
             early_stopped: false,
             final_loss: None,
+            ..Default::default()
         },
         validation: None,
         payload: Payload {

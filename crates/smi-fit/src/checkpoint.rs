@@ -1,0 +1,143 @@
+//! The checkpoint of `smi fit --save M`: the engine state in `M.ckpt` (the core's checkpoint
+//! format, written atomically every `--checkpoint-every` seconds and when the fit stops at
+//! `--max-time` or on Ctrl-C) and what the fit decided before training in `M.ckpt.json` (the
+//! learning rate and its search, the ELBO draws, the training CSV's checksum, the seconds
+//! trained so far). `smi fit --resume` with the same options reads both and continues; a fit
+//! that finishes removes them.
+
+use std::path::{Path, PathBuf};
+
+use anyhow::{bail, Context, Result};
+use serde::{Deserialize, Serialize};
+use smi::{LogDensity, Method, State};
+use smi_experiments::records::write_atomic;
+use smi_experiments::uci::UnitSettings;
+
+/// The `format` of `M.ckpt.json`.
+pub const META_FORMAT: &str = "smi-fit-checkpoint-v1";
+
+/// The two files of the checkpoint of a model saved to `save`.
+#[derive(Clone, Debug)]
+pub struct Paths {
+    /// `<save>.ckpt`: the engine state.
+    pub state: PathBuf,
+    /// `<save>.ckpt.json`: [`Meta`].
+    pub meta: PathBuf,
+}
+
+impl Paths {
+    /// The checkpoint files next to `save`.
+    pub fn of(save: &Path) -> Self {
+        let with = |ext: &str| {
+            let mut s = save.as_os_str().to_os_string();
+            s.push(ext);
+            PathBuf::from(s)
+        };
+        Paths {
+            state: with(".ckpt"),
+            meta: with(".ckpt.json"),
+        }
+    }
+
+    /// Whether either file exists.
+    pub fn exist(&self) -> bool {
+        self.state.exists() || self.meta.exists()
+    }
+
+    /// Removes both files (a missing one is fine).
+    pub fn remove(&self) -> Result<()> {
+        for p in [&self.state, &self.meta] {
+            match std::fs::remove_file(p) {
+                Ok(()) => {}
+                Err(e) if e.kind() == std::io::ErrorKind::NotFound => {}
+                Err(e) => return Err(e).with_context(|| format!("cannot remove {}", p.display())),
+            }
+        }
+        Ok(())
+    }
+
+    /// Writes `meta` (atomically).
+    pub fn write_meta(&self, meta: &Meta) -> Result<()> {
+        let text = serde_json::to_vec_pretty(meta)?;
+        write_atomic(&self.meta, &text)
+            .with_context(|| format!("cannot write {}", self.meta.display()))
+    }
+
+    /// Reads the meta file, checking its format.
+    ///
+    /// # Errors
+    /// A missing file (with what `--resume` needs), an unreadable or foreign one.
+    pub fn read_meta(&self) -> Result<Meta> {
+        let text = std::fs::read(&self.meta).map_err(|e| {
+            anyhow::anyhow!(
+                "--resume: cannot read the checkpoint {}: {e} (a checkpoint is written when a \
+                 fit stops at --max-time, on Ctrl-C and every --checkpoint-every seconds, and \
+                 removed when a fit finishes)",
+                self.meta.display()
+            )
+        })?;
+        let meta: Meta = serde_json::from_slice(&text)
+            .with_context(|| format!("{} is not a checkpoint of smi fit", self.meta.display()))?;
+        if meta.format != META_FORMAT {
+            bail!(
+                "{} has format {:?}; this program reads {META_FORMAT:?}",
+                self.meta.display(),
+                meta.format
+            );
+        }
+        Ok(meta)
+    }
+
+    /// The engine state of `method` under `s` on `model`, checked against the engine
+    /// (fingerprint: settings and data shape; particle and optimizer shapes).
+    ///
+    /// # Errors
+    /// A missing, corrupt or foreign state file.
+    pub fn read_state(
+        &self,
+        method: Method,
+        lr: Option<f64>,
+        model: &dyn LogDensity,
+        s: &UnitSettings,
+        seed: u64,
+    ) -> Result<State> {
+        let engine = s.method_settings(method, lr, seed)?.build(model)?;
+        engine.load_state(&self.state).with_context(|| {
+            format!(
+                "--resume: cannot continue from {} (resume with the options of the \
+                 interrupted fit)",
+                self.state.display()
+            )
+        })
+    }
+}
+
+/// What a fit decided before training, kept for `--resume`.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct Meta {
+    /// Always [`META_FORMAT`].
+    pub format: String,
+    /// The method's name.
+    pub method: String,
+    /// CRC-32 of the training CSV's bytes (a resumed fit must see the same data).
+    pub csv_crc32: u32,
+    /// The learning rate of the fit (`None` for NUTS).
+    pub lr: Option<f64>,
+    /// `"fixed"`, `"auto"` or `"none"`.
+    pub lr_mode: String,
+    /// The scores of the learning-rate search under `--lr auto`.
+    pub lr_grid: Vec<(f64, Option<f64>)>,
+    /// S, ELBO draws per particle.
+    pub elbo_draws: usize,
+    /// Seconds trained by the runs that stopped cleanly so far.
+    pub seconds: f64,
+}
+
+/// CRC-32 of the file at `path`.
+///
+/// # Errors
+/// An unreadable file.
+pub fn file_crc32(path: &Path) -> Result<u32> {
+    let bytes = std::fs::read(path).with_context(|| format!("cannot read {}", path.display()))?;
+    Ok(crc32fast::hash(&bytes))
+}
