@@ -1,0 +1,125 @@
+//! Keyword arguments of `smi.fit` → the method layer's settings.
+
+use smi::{Init, Method, MethodSettings, OptimizerSettings, RunSettings};
+
+/// What `smi.fit` takes besides the model, with NumPyro's names where NumPyro has the setting.
+/// `None` keeps the method's preset.
+#[derive(Clone, Debug, Default)]
+pub struct FitOptions {
+    /// `method`: smi, svgd, asvgd, ovi, map or nuts.
+    pub method: String,
+    /// `num_stein_particles`: m (Stein methods).
+    pub num_stein_particles: Option<usize>,
+    /// `num_elbo_particles`: S (SMI, OVI).
+    pub num_elbo_particles: Option<usize>,
+    /// `num_steps`: the step cap of a variational method.
+    pub num_steps: Option<u64>,
+    /// `optimizer`: "adam", "adagrad" or "sgd".
+    pub optimizer: Option<String>,
+    /// `lr`: the optimizer's learning rate (the preset optimizer's kind when `optimizer` is unset).
+    pub lr: Option<f64>,
+    /// `init_radius`: particles start uniform in (−r, r) on the unconstrained space.
+    pub init_radius: Option<f64>,
+    /// `seed`.
+    pub seed: u64,
+    /// `num_warmup`, `num_samples`, `num_chains`: NUTS.
+    pub num_warmup: Option<usize>,
+    /// NUTS draws per chain.
+    pub num_samples: Option<usize>,
+    /// NUTS chains.
+    pub num_chains: Option<usize>,
+}
+
+/// The default step cap of a variational method when `num_steps` is not given.
+pub const DEFAULT_STEPS: u64 = 10_000;
+
+impl FitOptions {
+    /// The method and run settings these options describe.
+    ///
+    /// # Errors
+    /// [`smi::Error::InvalidSettings`] for an unknown method or optimizer, or a setting the
+    /// method does not have (e.g. particles for OVI), and whatever the settings' own
+    /// validation finds.
+    pub fn build(&self) -> smi::Result<(MethodSettings, RunSettings)> {
+        let method: Method = self.method.parse()?;
+        let steps = self.num_steps.unwrap_or(DEFAULT_STEPS);
+        let mut settings = method.preset(steps).with_seed(self.seed);
+        if let Some(m) = self.num_stein_particles {
+            if !method.is_stein() {
+                return Err(smi::Error::invalid(
+                    "num_stein_particles",
+                    format!("{method} has no Stein particles (only smi, svgd and asvgd do)"),
+                ));
+            }
+            settings = settings.with_particles(m);
+        }
+        if let Some(s) = self.num_elbo_particles {
+            if !matches!(method, Method::Smi | Method::Ovi) {
+                return Err(smi::Error::invalid(
+                    "num_elbo_particles",
+                    format!("{method} draws no ELBO particles (only smi and ovi do)"),
+                ));
+            }
+            settings = settings.with_elbo_draws(s);
+        }
+        if self.optimizer.is_some() || self.lr.is_some() {
+            let optimizer = self.optimizer_settings(&settings)?;
+            settings = settings.with_optimizer(optimizer);
+        }
+        if let Some(radius) = self.init_radius {
+            settings = settings.with_init(Init::Uniform { radius });
+        }
+        if let MethodSettings::Nuts(n) = &mut settings {
+            if let Some(w) = self.num_warmup {
+                n.num_warmup = w;
+            }
+            if let Some(d) = self.num_samples {
+                n.num_draws = d;
+            }
+            if let Some(c) = self.num_chains {
+                n.num_chains = c;
+            }
+        } else if self.num_warmup.is_some()
+            || self.num_samples.is_some()
+            || self.num_chains.is_some()
+        {
+            return Err(smi::Error::invalid(
+                "num_samples",
+                format!("num_warmup, num_samples and num_chains are NUTS settings, not {method}'s"),
+            ));
+        }
+        settings.validate()?;
+        Ok((settings, RunSettings::steps(steps)))
+    }
+
+    fn optimizer_settings(&self, settings: &MethodSettings) -> smi::Result<OptimizerSettings> {
+        let preset = match settings {
+            MethodSettings::Stein(s) => s.optimizer,
+            MethodSettings::Svi(s) => s.optimizer,
+            MethodSettings::Nuts(_) => {
+                return Err(smi::Error::invalid(
+                    "optimizer",
+                    "NUTS has no optimizer (lr and optimizer are for the variational methods)",
+                ))
+            }
+        };
+        let lr = self.lr.unwrap_or_else(|| preset.lr());
+        let kind = match &self.optimizer {
+            Some(name) => name.trim().to_ascii_lowercase(),
+            None => match preset {
+                OptimizerSettings::Adam { .. } => "adam".into(),
+                OptimizerSettings::Adagrad { .. } => "adagrad".into(),
+                OptimizerSettings::Sgd { .. } => "sgd".into(),
+            },
+        };
+        match kind.as_str() {
+            "adam" => Ok(OptimizerSettings::adam(lr)),
+            "adagrad" => Ok(OptimizerSettings::adagrad(lr)),
+            "sgd" => Ok(OptimizerSettings::sgd(lr)),
+            other => Err(smi::Error::invalid(
+                "optimizer",
+                format!("unknown optimizer {other:?}; valid: adam, adagrad, sgd"),
+            )),
+        }
+    }
+}

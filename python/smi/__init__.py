@@ -1,0 +1,97 @@
+"""smi: Stein Mixture Inference on a Rust engine.
+
+``smi.fit`` runs SMI, SVGD, ASVGD, mean-field VI (``"ovi"``), MAP or NUTS on any batched log
+density written in Python::
+
+    import numpy as np
+    import smi
+
+    def logdensity(theta):  # theta: K x d float64
+        return -0.5 * (theta**2).sum(axis=1), -theta
+
+    post = smi.fit(logdensity, dim=2, method="smi", num_stein_particles=5)
+    print(post.mean, post.var)
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any
+
+import numpy as np
+import numpy.typing as npt
+
+from ._smi import DEFAULT_STEPS, Posterior, SmiError
+from ._smi import fit as _fit
+
+__all__ = ["DEFAULT_STEPS", "METHODS", "Posterior", "SmiError", "fit"]
+
+#: The methods ``fit`` accepts.
+METHODS = ("smi", "svgd", "asvgd", "ovi", "map", "nuts")
+
+LogDensityFn = Callable[[npt.NDArray[np.float64]], tuple[Any, Any]]
+
+
+def fit(
+    logdensity: LogDensityFn,
+    dim: int,
+    method: str = "smi",
+    *,
+    num_stein_particles: int | None = None,
+    num_elbo_particles: int | None = None,
+    num_steps: int | None = None,
+    optimizer: str | None = None,
+    lr: float | None = None,
+    init_radius: float | None = None,
+    seed: int = 0,
+    num_warmup: int | None = None,
+    num_samples: int | None = None,
+    num_chains: int | None = None,
+) -> Posterior:
+    """Fit the posterior of a batched log density by ``method``.
+
+    Args:
+        logdensity: ``logdensity(theta) -> (logp, grad)``: ``theta`` is a K x ``dim`` float64
+            array of K draws on the unconstrained space; return log p (shape K) and its
+            gradient (K x ``dim``), as NumPy arrays or anything with ``__array__``. It is called
+            once per engine step with all K draws of the step (K = particles x ELBO draws), and
+            once per leapfrog step (K = 1) by NUTS. It must include every Jacobian term of its
+            own transforms: the engine sees only this function.
+        dim: d, the number of parameters.
+        method: one of ``METHODS``.
+        num_stein_particles: m, the particles of SMI, SVGD and ASVGD (preset: 5 for SMI,
+            20 for SVGD/ASVGD).
+        num_elbo_particles: S, the ELBO draws per particle of SMI and OVI.
+        num_steps: the step cap of a variational method (default ``DEFAULT_STEPS``).
+        optimizer: ``"adam"``, ``"adagrad"`` or ``"sgd"`` (default: the method's preset).
+        lr: the learning rate (default: the preset's).
+        init_radius: particles start uniform in (-r, r).
+        seed: the seed of every random choice; the same seed gives the same result.
+        num_warmup, num_samples, num_chains: NUTS's warm-up and draws per chain, and chains.
+
+    Returns:
+        A ``Posterior``: ``sample(n, seed)``, ``mean``, ``var``, ``losses`` and more.
+
+    Raises:
+        ValueError: a bad setting (the message says which).
+        SmiError: the engine failed (e.g. non-finite values).
+        Exception: whatever ``logdensity`` raised, re-raised as it was.
+        KeyboardInterrupt: Ctrl-C during the fit.
+    """
+    if method not in METHODS:
+        raise ValueError(f"unknown method {method!r}; valid methods: {', '.join(METHODS)}")
+    return _fit(
+        logdensity,
+        int(dim),
+        method,
+        num_stein_particles=num_stein_particles,
+        num_elbo_particles=num_elbo_particles,
+        num_steps=num_steps,
+        optimizer=optimizer,
+        lr=lr,
+        init_radius=init_radius,
+        seed=seed,
+        num_warmup=num_warmup,
+        num_samples=num_samples,
+        num_chains=num_chains,
+    )
