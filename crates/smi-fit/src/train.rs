@@ -109,7 +109,7 @@ pub fn train(
     };
     let start = Instant::now();
     let mut saved = Instant::now();
-    let mut losses = Vec::new();
+    let (mut losses, mut elbos) = (Vec::new(), Vec::new());
     let mut termination = Termination::MaxSteps;
     let mut stretch = 1u64;
     let mut steps = StepsOnly(observer);
@@ -126,8 +126,9 @@ pub fn train(
         let r = smi::run(engine.as_ref(), state, &part, &mut steps)?;
         state = r.state;
         losses.extend(r.losses);
-        if r.termination == Termination::EarlyStopped {
-            termination = Termination::EarlyStopped;
+        elbos.extend(r.elbos);
+        if r.termination != Termination::MaxSteps {
+            termination = r.termination;
             break Stop::Finished;
         }
         let per_step = t0.elapsed().as_secs_f64() / (state.step - s0).max(1) as f64;
@@ -157,8 +158,10 @@ pub fn train(
             seconds: start.elapsed().as_secs_f64(),
             termination,
             losses,
+            elbos,
             state: Some(state),
             nuts: None,
+            layout: model.layout(),
         },
         stop,
     })
