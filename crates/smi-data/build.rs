@@ -1,6 +1,6 @@
 //! Finds the data folder for the tests that need real data (UCI, MNIST) and tells the compiler
 //! whether it holds them. Shared by `smi-data`, `smi-experiments` and `smi-cli`
-//! (`build = "../smi-data/build.rs"` in their manifests).
+//! (`build = "../smi-data/build.rs"` in their manifests), and `smi-examples`.
 //!
 //! It sets, for every target of the package being built:
 //! * `SMI_TEST_DATA_DIR` (read with `env!`): `$SMI_TEST_DATA_DIR` if set, else the repository's
@@ -8,7 +8,7 @@
 //!   fills. Not `$SMI_DATA_DIR`: a variable users set for runs must not rebuild the crates
 //!   whenever it changes;
 //! * the cfg `smi_no_uci_data` when a UCI `data.txt` is missing there, `smi_no_mnist_data` when an
-//!   MNIST file is: tests carry `#[cfg_attr(smi_no_uci_data, ignore = "…")]` and are listed as
+//!   MNIST file is, `smi_no_posteriordb_data` when a posteriordb file is: tests carry `#[cfg_attr(smi_no_uci_data, ignore = "…")]` and are listed as
 //!   ignored, with the reason, instead of passing without testing anything.
 //!
 //! With `SMI_REQUIRE_DATA=1` (CI) missing data fail the build instead. Presence is checked when
@@ -49,8 +49,28 @@ const MNIST: [&str; 4] = [
     "t10k-labels-idx1-ubyte.gz",
 ];
 
+/// The posteriordb posteriors (folder names) the examples' tests read.
+const POSTERIORDB: [&str; 4] = [
+    "eight_schools-eight_schools_noncentered",
+    "kidiq-kidscore_momiq",
+    "sblrc-blr",
+    "arK-arK",
+];
+
+/// The workspace folder: the nearest ancestor of the package being built that holds this
+/// script (`crates/smi-data/build.rs`).
+fn workspace_root() -> std::path::PathBuf {
+    let manifest =
+        std::path::PathBuf::from(std::env::var_os("CARGO_MANIFEST_DIR").unwrap_or_default());
+    manifest
+        .ancestors()
+        .find(|a| a.join("crates/smi-data/build.rs").is_file())
+        .map_or(manifest.clone(), Path::to_path_buf)
+}
+
 fn main() {
-    let here = Path::new(env!("CARGO_MANIFEST_DIR")).join("../smi-data");
+    let root = workspace_root();
+    let here = root.join("crates/smi-data");
     for f in ["build.rs", "src/locate.rs"] {
         println!("cargo::rerun-if-changed={}", here.join(f).display());
     }
@@ -63,9 +83,14 @@ fn main() {
     ] {
         println!("cargo::rerun-if-env-changed={v}");
     }
-    println!("cargo::rustc-check-cfg=cfg(smi_no_uci_data, smi_no_mnist_data)");
+    println!(
+        "cargo::rustc-check-cfg=cfg(smi_no_uci_data, smi_no_mnist_data, smi_no_posteriordb_data)"
+    );
 
-    let repo = repo_data_dir();
+    // `shared/data` beside the workspace (the package may be `crates/<name>` or `examples`).
+    let repo = root
+        .parent()
+        .map_or_else(repo_data_dir, |p| p.join("shared").join("data"));
     let dir = match std::env::var_os(TEST_DIR_ENV).filter(|v| !v.is_empty()) {
         Some(v) => std::path::PathBuf::from(v),
         None if repo.is_dir() => repo,
@@ -76,6 +101,16 @@ fn main() {
     let sets = [
         ("uci", UCI.map(|d| format!("uci/{d}/data.txt")).to_vec()),
         ("mnist", MNIST.map(|f| format!("mnist/{f}")).to_vec()),
+        (
+            "posteriordb",
+            POSTERIORDB
+                .iter()
+                .flat_map(|p| {
+                    ["data.json", "reference_draws.json", "info.json"]
+                        .map(|f| format!("posteriordb/{p}/{f}"))
+                })
+                .collect(),
+        ),
     ];
     for (set, files) in sets {
         let paths: Vec<_> = files.iter().map(|f| dir.join(f)).collect();

@@ -69,24 +69,40 @@ const H: f64 = 1e-7;
 const GRAD_TOL: f64 = 1e-6;
 
 #[test]
+#[cfg_attr(
+    smi_no_posteriordb_data,
+    ignore = "needs the posteriordb data: ../shared/data/posteriordb"
+)]
 fn posteriordb_eight_schools_gradient_matches_finite_differences() {
     let e = gradient_error::<EightSchools>();
     assert!(e < GRAD_TOL, "{e}");
 }
 
 #[test]
+#[cfg_attr(
+    smi_no_posteriordb_data,
+    ignore = "needs the posteriordb data: ../shared/data/posteriordb"
+)]
 fn posteriordb_kidiq_gradient_matches_finite_differences() {
     let e = gradient_error::<Kidiq>();
     assert!(e < GRAD_TOL, "{e}");
 }
 
 #[test]
+#[cfg_attr(
+    smi_no_posteriordb_data,
+    ignore = "needs the posteriordb data: ../shared/data/posteriordb"
+)]
 fn posteriordb_sblrc_gradient_matches_finite_differences() {
     let e = gradient_error::<Sblrc>();
     assert!(e < GRAD_TOL, "{e}");
 }
 
 #[test]
+#[cfg_attr(
+    smi_no_posteriordb_data,
+    ignore = "needs the posteriordb data: ../shared/data/posteriordb"
+)]
 #[allow(non_snake_case)]
 fn posteriordb_arK_gradient_matches_finite_differences() {
     let e = gradient_error::<ArK>();
@@ -163,84 +179,148 @@ fn svgd<M: StanPosterior>() {
 }
 
 #[test]
+#[cfg_attr(
+    smi_no_posteriordb_data,
+    ignore = "needs the posteriordb data: ../shared/data/posteriordb"
+)]
 fn posteriordb_eight_schools_nuts() {
     nuts::<EightSchools>();
 }
 
 #[test]
+#[cfg_attr(
+    smi_no_posteriordb_data,
+    ignore = "needs the posteriordb data: ../shared/data/posteriordb"
+)]
 fn posteriordb_kidiq_nuts() {
     nuts::<Kidiq>();
 }
 
 #[test]
+#[cfg_attr(
+    smi_no_posteriordb_data,
+    ignore = "needs the posteriordb data: ../shared/data/posteriordb"
+)]
 fn posteriordb_sblrc_nuts() {
     nuts::<Sblrc>();
 }
 
 #[test]
+#[cfg_attr(
+    smi_no_posteriordb_data,
+    ignore = "needs the posteriordb data: ../shared/data/posteriordb"
+)]
 #[allow(non_snake_case)]
 fn posteriordb_arK_nuts() {
     nuts::<ArK>();
 }
 
 #[test]
+#[cfg_attr(
+    smi_no_posteriordb_data,
+    ignore = "needs the posteriordb data: ../shared/data/posteriordb"
+)]
 fn posteriordb_eight_schools_ovi() {
     ovi::<EightSchools>();
 }
 
 #[test]
+#[cfg_attr(
+    smi_no_posteriordb_data,
+    ignore = "needs the posteriordb data: ../shared/data/posteriordb"
+)]
 fn posteriordb_kidiq_ovi() {
     ovi::<Kidiq>();
 }
 
 #[test]
+#[cfg_attr(
+    smi_no_posteriordb_data,
+    ignore = "needs the posteriordb data: ../shared/data/posteriordb"
+)]
 fn posteriordb_sblrc_ovi() {
     ovi::<Sblrc>();
 }
 
 #[test]
+#[cfg_attr(
+    smi_no_posteriordb_data,
+    ignore = "needs the posteriordb data: ../shared/data/posteriordb"
+)]
 #[allow(non_snake_case)]
 fn posteriordb_arK_ovi() {
     ovi::<ArK>();
 }
 
 #[test]
+#[cfg_attr(
+    smi_no_posteriordb_data,
+    ignore = "needs the posteriordb data: ../shared/data/posteriordb"
+)]
 fn posteriordb_eight_schools_smi() {
     smi::<EightSchools>();
 }
 
 #[test]
+#[cfg_attr(
+    smi_no_posteriordb_data,
+    ignore = "needs the posteriordb data: ../shared/data/posteriordb"
+)]
 fn posteriordb_kidiq_smi() {
     smi::<Kidiq>();
 }
 
 #[test]
+#[cfg_attr(
+    smi_no_posteriordb_data,
+    ignore = "needs the posteriordb data: ../shared/data/posteriordb"
+)]
 fn posteriordb_sblrc_smi() {
     smi::<Sblrc>();
 }
 
 #[test]
+#[cfg_attr(
+    smi_no_posteriordb_data,
+    ignore = "needs the posteriordb data: ../shared/data/posteriordb"
+)]
 #[allow(non_snake_case)]
 fn posteriordb_arK_smi() {
     smi::<ArK>();
 }
 
 #[test]
+#[cfg_attr(
+    smi_no_posteriordb_data,
+    ignore = "needs the posteriordb data: ../shared/data/posteriordb"
+)]
 fn posteriordb_eight_schools_svgd_reported() {
     svgd::<EightSchools>();
 }
 
 #[test]
+#[cfg_attr(
+    smi_no_posteriordb_data,
+    ignore = "needs the posteriordb data: ../shared/data/posteriordb"
+)]
 fn posteriordb_kidiq_svgd_reported() {
     svgd::<Kidiq>();
 }
 
 #[test]
+#[cfg_attr(
+    smi_no_posteriordb_data,
+    ignore = "needs the posteriordb data: ../shared/data/posteriordb"
+)]
 fn posteriordb_sblrc_svgd_reported() {
     svgd::<Sblrc>();
 }
 
 #[test]
+#[cfg_attr(
+    smi_no_posteriordb_data,
+    ignore = "needs the posteriordb data: ../shared/data/posteriordb"
+)]
 #[allow(non_snake_case)]
 fn posteriordb_arK_svgd_reported() {
     svgd::<ArK>();

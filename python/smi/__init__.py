@@ -40,7 +40,9 @@ def fit(
     num_stein_particles: int | None = None,
     num_elbo_particles: int | None = None,
     num_steps: int | None = None,
+    converge: bool = True,
     optimizer: str | None = None,
+    constant_lr: bool = False,
     lr: float | None = None,
     init_radius: float | None = None,
     seed: int = 0,
@@ -63,14 +65,21 @@ def fit(
             20 for SVGD/ASVGD).
         num_elbo_particles: S, the ELBO draws per particle of SMI and OVI.
         num_steps: the step cap of a variational method (default ``DEFAULT_STEPS``).
-        optimizer: ``"adam"``, ``"adagrad"`` or ``"sgd"`` (default: the method's preset).
-        lr: the learning rate (default: the preset's).
+        converge: stop when the ELBO estimate stops improving (the rule of
+            ``docs/convergence.md``: windows of 500 steps, patience 10) before the cap; with
+            ``False`` exactly ``num_steps`` steps run. ``Posterior.termination`` says which ended
+            the fit.
+        optimizer: ``"adam"``, ``"adagrad"`` or ``"sgd"`` (default: the method's preset, Adam
+            at 0.1 with reduce-on-plateau for every variational method).
+        lr: the (initial) learning rate (default: the preset's).
+        constant_lr: drop the preset's reduce-on-plateau schedule and keep ``lr`` constant.
         init_radius: particles start uniform in (-r, r).
         seed: the seed of every random choice; the same seed gives the same result.
         num_warmup, num_samples, num_chains: NUTS's warm-up and draws per chain, and chains.
 
     Returns:
-        A ``Posterior``: ``sample(n, seed)``, ``mean``, ``var``, ``losses`` and more.
+        A ``Posterior``: ``sample(n, seed)``, ``mean``, ``var``, ``losses``, ``elbos``,
+        ``summary()`` and more.
 
     Raises:
         ValueError: a bad setting (the message says which).
@@ -87,7 +96,9 @@ def fit(
         num_stein_particles=num_stein_particles,
         num_elbo_particles=num_elbo_particles,
         num_steps=num_steps,
+        converge=converge,
         optimizer=optimizer,
+        constant_lr=constant_lr,
         lr=lr,
         init_radius=init_radius,
         seed=seed,

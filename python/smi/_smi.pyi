@@ -18,6 +18,8 @@ class Posterior:
     @property
     def losses(self) -> npt.NDArray[np.float64]: ...
     @property
+    def elbos(self) -> npt.NDArray[np.float64]: ...
+    @property
     def method(self) -> str: ...
     @property
     def dim(self) -> int: ...
@@ -33,6 +35,7 @@ class Posterior:
     def divergences(self) -> int | None: ...
     def sample(self, n: int, seed: int = 0) -> npt.NDArray[np.float64]: ...
     def draws(self) -> npt.NDArray[np.float64]: ...
+    def summary(self, num_draws: int = 4000, seed: int = 0) -> str: ...
 
 def fit(
     logdensity: Callable[[npt.NDArray[np.float64]], tuple[Any, Any]],
@@ -42,7 +45,9 @@ def fit(
     num_stein_particles: int | None = None,
     num_elbo_particles: int | None = None,
     num_steps: int | None = None,
+    converge: bool = True,
     optimizer: str | None = None,
+    constant_lr: bool = False,
     lr: float | None = None,
     init_radius: float | None = None,
     seed: int = 0,

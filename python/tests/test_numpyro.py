@@ -38,7 +38,7 @@ def test_nuts_samples_are_constrained_dicts() -> None:
 
 
 def test_smi_gives_draws_from_the_mixture() -> None:
-    post = snp.fit(normal_model, Y, method="smi", num_steps=2000, optimizer="adam", lr=0.05, seed=1)
+    post = snp.fit(normal_model, Y, method="smi", seed=1)
     s = post.get_samples(1000)
     assert s["mu"].shape == (1000,)
     assert abs(s["mu"].mean() - float(Y.mean())) < 0.1

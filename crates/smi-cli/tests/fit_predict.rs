@@ -106,16 +106,18 @@ fn example_regression_and_classification_end_to_end() {
 /// round-trip format), and sum the same per-point log predictive densities;
 /// `--target-scaling none` fits raw targets as the UCI pipeline does.
 #[test]
+#[cfg_attr(
+    smi_no_uci_data,
+    ignore = "needs the UCI data: ../shared/data or `smi data fetch uci`"
+)]
 fn uci_split_gives_the_uci_pipeline_nll() {
-    let data = repo().join("../shared/data");
-    let Ok(d) = smi_data::UciData::load(
+    let data = std::path::PathBuf::from(env!("SMI_TEST_DATA_DIR"));
+    let d = smi_data::UciData::load(
         &data,
         smi_data::UciDataset::Yacht,
         smi_data::ColumnConvention::Paper,
-    ) else {
-        eprintln!("skipping: yacht not found under {}", data.display());
-        return;
-    };
+    )
+    .unwrap_or_else(|e| panic!("yacht under {}: {e}", data.display()));
     let split = d.standard_split(0).unwrap();
     let tmp = tempfile::tempdir().unwrap();
     let dir = tmp.path();

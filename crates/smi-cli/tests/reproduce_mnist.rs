@@ -7,8 +7,8 @@ use std::path::{Path, PathBuf};
 
 use common::{quick_run, records, report, reproduce_quick, sorted_methods, stderr};
 
-fn data_dir() -> Option<PathBuf> {
-    common::data_dir("mnist/train-images-idx3-ubyte.gz", "MNIST")
+fn data_dir() -> PathBuf {
+    common::data_dir("mnist/train-images-idx3-ubyte.gz")
 }
 
 /// `smi reproduce mnist --quick` on `data` into `out` with `extra` options; returns stderr.
@@ -17,8 +17,12 @@ fn quick(out: &Path, data: &Path, extra: &[&str]) -> String {
 }
 
 #[test]
+#[cfg_attr(
+    smi_no_mnist_data,
+    ignore = "needs the MNIST data: ../shared/data or `smi data fetch mnist`"
+)]
 fn quick_run_records_reports_skips_and_resumes() {
-    let Some(data) = data_dir() else { return };
+    let data = data_dir();
     let (dir, recs) = quick_run(
         "mnist",
         Some(&data),

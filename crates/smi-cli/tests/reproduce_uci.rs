@@ -10,8 +10,8 @@ use common::{
     stderr,
 };
 
-fn data_dir() -> Option<PathBuf> {
-    common::data_dir("uci/yacht/data.txt", "UCI data")
+fn data_dir() -> PathBuf {
+    common::data_dir("uci/yacht/data.txt")
 }
 
 /// `smi reproduce uci --quick` on `data` into `out` with `extra` options.
@@ -20,8 +20,12 @@ fn quick(out: &Path, data: &Path, extra: &[&str]) -> Output {
 }
 
 #[test]
+#[cfg_attr(
+    smi_no_uci_data,
+    ignore = "needs the UCI data: ../shared/data or `smi data fetch uci`"
+)]
 fn quick_run_records_reports_and_resumes() {
-    let Some(data) = data_dir() else { return };
+    let data = data_dir();
     let (dir, recs) = quick_run(
         "uci",
         Some(&data),
@@ -63,8 +67,12 @@ fn quick_run_records_reports_and_resumes() {
 }
 
 #[test]
+#[cfg_attr(
+    smi_no_uci_data,
+    ignore = "needs the UCI data: ../shared/data or `smi data fetch uci`"
+)]
 fn shards_partition_the_units() {
-    let Some(data) = data_dir() else { return };
+    let data = data_dir();
     let dir = tempfile::tempdir().unwrap();
     let list = |extra: &[&str]| -> Vec<String> {
         let mut a = vec!["--splits", "0,1", "--methods", "smi,map,ovi", "--list"];

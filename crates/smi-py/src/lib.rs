@@ -38,7 +38,7 @@ pub fn to_py_err(err: smi::Error) -> PyErr {
 #[pyfunction]
 #[pyo3(signature = (
     logdensity, dim, method = "smi", *, num_stein_particles = None, num_elbo_particles = None,
-    num_steps = None, optimizer = None, lr = None, init_radius = None, seed = 0,
+    num_steps = None, converge = true, optimizer = None, constant_lr = false, lr = None, init_radius = None, seed = 0,
     num_warmup = None, num_samples = None, num_chains = None
 ))]
 #[allow(clippy::too_many_arguments)]
@@ -50,7 +50,9 @@ fn fit(
     num_stein_particles: Option<usize>,
     num_elbo_particles: Option<usize>,
     num_steps: Option<u64>,
+    converge: bool,
     optimizer: Option<String>,
+    constant_lr: bool,
     lr: Option<f64>,
     init_radius: Option<f64>,
     seed: u64,
@@ -69,6 +71,8 @@ fn fit(
         num_stein_particles,
         num_elbo_particles,
         num_steps,
+        converge,
+        constant_lr,
         optimizer,
         lr,
         init_radius,

@@ -72,6 +72,21 @@ impl Posterior {
         PyArray1::from_slice(py, &self.fit.losses)
     }
 
+    /// The (mixture) ELBO estimate of every step, beside `losses` (empty for NUTS).
+    #[getter]
+    fn elbos<'py>(&self, py: Python<'py>) -> Bound<'py, PyArray1<f64>> {
+        PyArray1::from_slice(py, &self.fit.elbos)
+    }
+
+    /// A table of mean, sd, 5 %, 50 % and 95 % per parameter (by the model's names; `theta[i]`
+    /// for a plain callable), from `num_draws` draws of a variational posterior, or from NUTS's
+    /// draws with bulk and tail ESS and R̂.
+    #[pyo3(signature = (num_draws = smi::Summary::DEFAULT_DRAWS, seed = 0))]
+    fn summary(&self, num_draws: usize, seed: u64) -> PyResult<String> {
+        let table = self.fit.summary(num_draws, seed).map_err(to_py_err)?;
+        Ok(table.to_string())
+    }
+
     /// The method's name.
     #[getter]
     fn method(&self) -> &'static str {
@@ -90,10 +105,15 @@ impl Posterior {
         self.fit.steps
     }
 
-    /// Why the fit ended: "max_steps" or "early_stopped".
+    /// Why the fit ended: "converged" (the convergence rule), "max_steps" (the cap) or
+    /// "early_stopped".
     #[getter]
-    fn termination(&self) -> String {
-        format!("{:?}", self.fit.termination).to_lowercase()
+    fn termination(&self) -> &'static str {
+        match self.fit.termination {
+            smi::Termination::Converged => "converged",
+            smi::Termination::MaxSteps => "max_steps",
+            smi::Termination::EarlyStopped => "early_stopped",
+        }
     }
 
     /// Wall-clock seconds of the fit.

@@ -1,6 +1,6 @@
 //! Keyword arguments of `smi.fit` → the method layer's settings.
 
-use smi::{Init, Method, MethodSettings, OptimizerSettings, RunSettings};
+use smi::{Init, LrSchedule, Method, MethodSettings, OptimizerSettings, RunSettings};
 
 /// What `smi.fit` takes besides the model, with NumPyro's names where NumPyro has the setting.
 /// `None` keeps the method's preset.
@@ -14,6 +14,10 @@ pub struct FitOptions {
     pub num_elbo_particles: Option<usize>,
     /// `num_steps`: the step cap of a variational method.
     pub num_steps: Option<u64>,
+    /// `converge`: stop at the convergence rule (docs/convergence.md) before the cap.
+    pub converge: bool,
+    /// `constant_lr`: drop the preset's learning-rate schedule (reduce-on-plateau).
+    pub constant_lr: bool,
     /// `optimizer`: "adam", "adagrad" or "sgd".
     pub optimizer: Option<String>,
     /// `lr`: the optimizer's learning rate (the preset optimizer's kind when `optimizer` is unset).
@@ -30,8 +34,10 @@ pub struct FitOptions {
     pub num_chains: Option<usize>,
 }
 
-/// The default step cap of a variational method when `num_steps` is not given.
-pub const DEFAULT_STEPS: u64 = 10_000;
+/// The default step cap of a variational method when `num_steps` is not given: the cap the
+/// library's defaults were measured with (docs/defaults.md); the convergence rule ends most
+/// fits well before it.
+pub const DEFAULT_STEPS: u64 = 100_000;
 
 impl FitOptions {
     /// The method and run settings these options describe.
@@ -62,7 +68,7 @@ impl FitOptions {
             }
             settings = settings.with_elbo_draws(s);
         }
-        if self.optimizer.is_some() || self.lr.is_some() {
+        if self.optimizer.is_some() || self.lr.is_some() || self.constant_lr {
             let optimizer = self.optimizer_settings(&settings)?;
             settings = settings.with_optimizer(optimizer);
         }
@@ -89,7 +95,12 @@ impl FitOptions {
             ));
         }
         settings.validate()?;
-        Ok((settings, RunSettings::steps(steps)))
+        let run = if self.converge {
+            RunSettings::until_converged(steps)
+        } else {
+            RunSettings::steps(steps)
+        };
+        Ok((settings, run))
     }
 
     fn optimizer_settings(&self, settings: &MethodSettings) -> smi::Result<OptimizerSettings> {
@@ -104,22 +115,31 @@ impl FitOptions {
             }
         };
         let lr = self.lr.unwrap_or_else(|| preset.lr());
-        let kind = match &self.optimizer {
-            Some(name) => name.trim().to_ascii_lowercase(),
-            None => match preset {
-                OptimizerSettings::Adam { .. } => "adam".into(),
-                OptimizerSettings::Adagrad { .. } => "adagrad".into(),
-                OptimizerSettings::Sgd { .. } => "sgd".into(),
-            },
+        let (kind, schedule) = match preset {
+            OptimizerSettings::Adam { schedule, .. } => ("adam", schedule),
+            OptimizerSettings::Adagrad { schedule, .. } => ("adagrad", schedule),
+            OptimizerSettings::Sgd { schedule, .. } => ("sgd", schedule),
         };
-        match kind.as_str() {
-            "adam" => Ok(OptimizerSettings::adam(lr)),
-            "adagrad" => Ok(OptimizerSettings::adagrad(lr)),
-            "sgd" => Ok(OptimizerSettings::sgd(lr)),
-            other => Err(smi::Error::invalid(
-                "optimizer",
-                format!("unknown optimizer {other:?}; valid: adam, adagrad, sgd"),
-            )),
-        }
+        let kind = self
+            .optimizer
+            .as_deref()
+            .map_or_else(|| kind.to_string(), |k| k.trim().to_ascii_lowercase());
+        let schedule = if self.constant_lr {
+            LrSchedule::default()
+        } else {
+            schedule
+        };
+        let optimizer = match kind.as_str() {
+            "adam" => OptimizerSettings::adam(lr),
+            "adagrad" => OptimizerSettings::adagrad(lr),
+            "sgd" => OptimizerSettings::sgd(lr),
+            other => {
+                return Err(smi::Error::invalid(
+                    "optimizer",
+                    format!("unknown optimizer {other:?}; valid: adam, adagrad, sgd"),
+                ))
+            }
+        };
+        Ok(optimizer.with_schedule(schedule))
     }
 }

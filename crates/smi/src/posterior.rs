@@ -358,7 +358,7 @@ mod tests {
 
     #[test]
     fn components_are_drawn_uniformly() {
-        // Spec §12.6: with well-separated components, the empirical frequency of each ≈ 1/m.
+        // docs/algorithms.md §12.6: with well-separated components, the empirical frequency of each ≈ 1/m.
         // n = 30 000, m = 3: SE of a frequency = sqrt(p(1−p)/n) = 0.0027; 4 SE = 0.011.
         let s = inv_softplus(0.01);
         let post = Mixture::new(

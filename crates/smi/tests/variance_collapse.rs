@@ -19,7 +19,7 @@ fn smi_one_particle(d: usize) -> (Vec<f64>, Vec<f64>) {
 
 #[test]
 fn one_particle_smi_recovers_the_standard_normal() {
-    // Spec §12.4. With S = 100 draws per step the STL gradient noise of each σ is small and the
+    // docs/algorithms.md §12.4. With S = 100 draws per step the STL gradient noise of each σ is small and the
     // Adam iterates fluctuate around (0, 1) by ~0.01 (measured); 0.05 is the tolerance
     // and leaves room while still excluding NumPyro's defective fixed point σ = 0.5413.
     for d in [2, 20, 100] {
@@ -38,7 +38,7 @@ fn mean_variance(settings: SteinSettings, d: usize, steps: u64) -> f64 {
 
 #[test]
 fn svgd_collapses_in_high_dimension_and_smi_does_not() {
-    // Spec §7.1 settings: SVGD m = 20, Adam 0.05, init radius 20; SMI m = 20, S = 100,
+    // docs/algorithms.md §7.1 settings: SVGD m = 20, Adam 0.05, init radius 20; SMI m = 20, S = 100,
     // Adagrad 0.05, init radius 2. Measured here: SVGD reaches 0.030 by step 1 000 and stays
     // (NumPyro: 0.03 after 60 000 steps); SMI reaches 1.02 by step 3 000. The thresholds (0.1
     // and 0.9) are the and sit far from both values.

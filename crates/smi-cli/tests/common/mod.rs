@@ -103,19 +103,17 @@ pub fn report(out: &Path) {
     smi_ok(&["report", "--out", p(out)]);
 }
 
-/// The shared data folder (`shared/data` beside the repository) when the file `probe` inside it
-/// exists; otherwise prints why the calling test is skipped (`what` is missing) and gives `None`.
-pub fn data_dir(probe: &str, what: &str) -> Option<PathBuf> {
-    let d = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../../shared/data");
-    if d.join(probe).is_file() {
-        Some(d)
-    } else {
-        eprintln!(
-            "skipping: {what} not found at {} (the shared data folder is absent)",
-            d.display()
-        );
-        None
-    }
+/// The data folder the build script found (`SMI_TEST_DATA_DIR`, see `crates/smi-data/build.rs`).
+/// Tests that call it carry `#[cfg_attr(smi_no_uci_data, ignore = …)]` (or the MNIST one), so
+/// without data they are listed as ignored; with the cfg unset a missing `probe` file fails.
+pub fn data_dir(probe: &str) -> PathBuf {
+    let d = PathBuf::from(env!("SMI_TEST_DATA_DIR"));
+    assert!(
+        d.join(probe).is_file(),
+        "{probe} not found under {} although the build found the data there",
+        d.display()
+    );
+    d
 }
 
 /// The records of `<out>/<name>.jsonl`: the file must exist and every line be a JSON object.

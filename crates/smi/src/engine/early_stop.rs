@@ -63,7 +63,7 @@ mod tests {
 
     #[test]
     fn constant_loss_never_stops_and_reaches_spec_levels() {
-        // Spec §7.3: for a constant L, a_f → 0.1376·L and a_s → 0.1276·L.
+        // docs/algorithms.md §7.3: for a constant L, a_f → 0.1376·L and a_s → 0.1276·L.
         let s = EarlyStopSettings::default();
         let mut st = EarlyStopState::default();
         for _ in 0..20_000 {

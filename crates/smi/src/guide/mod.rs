@@ -220,7 +220,8 @@ impl GuideSettings {
             GuideSettings::Normal { .. } => model_layout
                 .suffixed(".loc", 0)
                 .concat(&model_layout.suffixed(".scale", 0)),
-            GuideSettings::Delta => model_layout.clone(),
+            // Particles live on the unconstrained space: blocks as columns, constraints dropped.
+            GuideSettings::Delta => model_layout.suffixed("", 0),
         }
     }
 

@@ -77,7 +77,14 @@ impl Kernel for GraphicalKernel {
             let n = range.len();
             let sub = Matrix::from_fn(m, n, |i, c| particles.get(i, range.start + c));
             let mut sub_layout = Layout::default();
-            sub_layout.push(block.name.clone(), block.shape.clone());
+            // The block's columns are unconstrained: a constrained block (a K-simplex has K − 1
+            // columns) is passed as a vector of its columns.
+            let shape = if block.constraint.is_real() {
+                block.shape.clone()
+            } else {
+                vec![n]
+            };
+            sub_layout.push(block.name.clone(), shape);
             let gram = self
                 .kernel_for(&block.name)
                 .compute(&sub, &sub_layout)

@@ -87,7 +87,7 @@ mod tests {
 
     #[test]
     fn matches_spec_values() {
-        // Spec §4.2, verified against NumPyro: T = 100, C = 10, p = 10.
+        // docs/algorithms.md §4.2, verified against NumPyro: T = 100, C = 10, p = 10.
         let s = Schedule::cyclical(100);
         let rel = |a: f64, b: f64| ((a - b) / b).abs();
         assert!(rel(s.value(0), 9.0529e-11) < 1e-4);

@@ -207,7 +207,7 @@ mod tests {
 
     #[test]
     fn elbo_term_matches_spec_12_3() {
-        // Spec §12.3: guide N(x, 1), particles x = (−1, 0.5, 3); one draw per particle.
+        // docs/algorithms.md §12.3: guide N(x, 1), particles x = (−1, 0.5, 3); one draw per particle.
         // Each draw's term is log N(z;0,1) + log N(2;z,1) − [logsumexp_j log N(z;x_j,1) − ln 3].
         let r1 = inv_softplus(1.0);
         let parts = Matrix::from_rows(&[vec![-1.0, r1], vec![0.5, r1], vec![3.0, r1]]).unwrap();

@@ -3,9 +3,9 @@
 //! `monitor`), on the four posteriors of `shared/data/posteriordb` (10 chains × 1000 draws
 //! each, 26 parameters in all).
 //!
-//! The data directory is `$SMI_DATA_DIR`, else `shared/data` beside the repository. When the
-//! files are missing (a checkout without the shared data), the test prints a SKIP line and
-//! passes without checking anything: it cannot run without them.
+//! The data directory is the one the build found (`SMI_TEST_DATA_DIR`, see
+//! `crates/smi-data/build.rs`); without the posteriordb files there the test is ignored, with
+//! the reason.
 
 use std::path::PathBuf;
 
@@ -20,10 +20,7 @@ const POSTERIORS: [&str; 4] = [
 ];
 
 fn data_dir() -> PathBuf {
-    match std::env::var_os("SMI_DATA_DIR") {
-        Some(d) if !d.is_empty() => PathBuf::from(d),
-        _ => PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../../../shared/data"),
-    }
+    PathBuf::from(env!("SMI_TEST_DATA_DIR"))
 }
 
 fn read_json(path: &PathBuf) -> Option<Value> {
@@ -40,6 +37,10 @@ fn floats(v: &Value) -> Vec<f64> {
 }
 
 #[test]
+#[cfg_attr(
+    smi_no_posteriordb_data,
+    ignore = "needs the posteriordb data: ../shared/data/posteriordb"
+)]
 fn posteriordb_reference_rhat_and_ess_bulk_and_tail_match_the_stored_diagnostics() {
     let root = data_dir().join("posteriordb");
     let mut checked = 0;
