@@ -24,7 +24,28 @@ import numpy.typing as npt
 from ._smi import DEFAULT_STEPS, Posterior, SmiError
 from ._smi import fit as _fit
 
-__all__ = ["DEFAULT_STEPS", "METHODS", "Posterior", "SmiError", "fit"]
+__all__ = [
+    "DEFAULT_STEPS",
+    "METHODS",
+    "BNNClassifier",
+    "BNNRegressor",
+    "Posterior",
+    "SmiError",
+    "fit",
+]
+
+_SKLEARN = ("BNNClassifier", "BNNRegressor")
+
+
+def __getattr__(name: str) -> Any:
+    """``smi.BNNRegressor`` and ``smi.BNNClassifier``, imported on first use (so that ``import
+    smi`` does not need scikit-learn)."""
+    if name in _SKLEARN:
+        from . import sklearn as _sklearn
+
+        return getattr(_sklearn, name)
+    raise AttributeError(f"module 'smi' has no attribute {name!r}")
+
 
 #: The methods ``fit`` accepts.
 METHODS = ("smi", "svgd", "asvgd", "ovi", "map", "nuts")

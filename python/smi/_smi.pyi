@@ -55,3 +55,53 @@ def fit(
     num_samples: int | None = None,
     num_chains: int | None = None,
 ) -> Posterior: ...
+
+class BnnModel:
+    """A fitted network of ``smi fit``: the contents of a ``.smi`` model file."""
+
+    @staticmethod
+    def from_bytes(data: bytes) -> BnnModel: ...
+    @staticmethod
+    def load(path: str) -> BnnModel: ...
+    def to_bytes(self) -> bytes: ...
+    def save(self, path: str) -> None: ...
+    def header_json(self) -> str: ...
+    @property
+    def task(self) -> str: ...
+    @property
+    def classes(self) -> list[str] | None: ...
+    @property
+    def features(self) -> list[str]: ...
+    def predict_regression(
+        self,
+        x: npt.NDArray[np.float64],
+        draws: int = 1000,
+        coverage: float = 0.9,
+        seed: int = 0,
+        y: npt.NDArray[np.float64] | None = None,
+    ) -> list[npt.NDArray[np.float64]]: ...
+    def predict_proba(
+        self, x: npt.NDArray[np.float64], draws: int = 1000, seed: int = 0
+    ) -> npt.NDArray[np.float64]: ...
+    def sample_y(
+        self, x: npt.NDArray[np.float64], n: int, seed: int = 0
+    ) -> npt.NDArray[np.float64]: ...
+
+def bnn_fit(
+    x: npt.NDArray[np.float64],
+    y: npt.NDArray[np.float64],
+    classes: list[str] | None = None,
+    features: list[str] | None = None,
+    target: str = "y",
+    *,
+    method: str = "smi",
+    hidden: list[int] = ...,
+    particles: int = 5,
+    elbo_draws: int = 10,
+    lr: float | None = None,
+    max_steps: int | None = None,
+    batch_size: int = 100,
+    validation: float | None = None,
+    seed: int = 0,
+    n_jobs: int | None = None,
+) -> BnnModel: ...

@@ -5,6 +5,12 @@ parameters are flattened with ``ravel_pytree``, and each engine step evaluates a
 one jitted ``vmap(value_and_grad(...))`` call. Results come back in NumPyro's shapes: a dict of
 site name to constrained draws (draws first), deterministic sites included.
 
+Models with ``numpyro.plate(..., subsample_size=b)`` work with the variational methods: each
+engine step (one call of the log density) draws one fresh subsample, under
+``handlers.seed(model, fold_in(key, step))``, shared by all K draws of the step, as NumPyro's
+``SteinVI`` does; the plate scales the subsampled log likelihood by N / b. NUTS needs the full
+data and refuses such models (NumPyro's HMC does too).
+
 Requires ``jax`` and ``numpyro`` (an optional extra of this package).
 """
 
@@ -22,7 +28,9 @@ try:
     import jax
     import jax.numpy as jnp
     from jax.flatten_util import ravel_pytree
-    from numpyro.infer.util import initialize_model
+    from numpyro.handlers import seed as seed_handler
+    from numpyro.handlers import substitute
+    from numpyro.infer.util import constrain_fn, initialize_model, potential_energy
 except ImportError as err:  # pragma: no cover - exercised only without the extra
     raise ImportError("smi.numpyro needs jax and numpyro: pip install jax numpyro") from err
 
@@ -97,17 +105,52 @@ def fit(
             if new in settings:
                 raise ValueError(f"give {old} or {new}, not both")
             settings[new] = settings.pop(old)
+    model_kwargs = model_kwargs or {}
     info = initialize_model(
         jax.random.PRNGKey(seed),
         model,
         model_args=model_args,
-        model_kwargs=model_kwargs or {},
+        model_kwargs=model_kwargs,
     )
     flat0, unravel = ravel_pytree(info.param_info.z)
     dim = int(flat0.shape[0])
     if dim == 0:
         raise ValueError("the model has no latent sites to infer")
-    potential = info.potential_fn
+    plates = _subsampled_plates(info.model_trace)
+    if plates and method == "nuts":
+        raise ValueError(
+            f"NUTS needs the full data; plate(s) {', '.join(plates)} subsample: use a "
+            "variational method or drop subsample_size"
+        )
+    postprocess = info.postprocess_fn
+    if plates:
+        fixed = _with_traced_params(model, info.model_trace)
+        logdensity = _subsampled_log_density(fixed, model_args, model_kwargs, unravel, seed)
+        postprocess = _subsampled_postprocess(fixed, model_args, model_kwargs, seed)
+    else:
+        logdensity = _full_log_density(info.potential_fn, unravel)
+    posterior = _fit_density(logdensity, dim, method, seed=seed, **settings)
+    return NumPyroPosterior(posterior, unravel, postprocess, seed)
+
+
+LogDensity = Callable[[np.ndarray], tuple[np.ndarray, np.ndarray]]
+
+
+def _as_numpy(logp: Any, grad: Any) -> tuple[np.ndarray, np.ndarray]:
+    return np.asarray(logp, dtype=np.float64), np.asarray(grad, dtype=np.float64)
+
+
+def _subsampled_plates(model_trace: dict[str, Any]) -> list[str]:
+    """Names of the plates that draw a subsample (``subsample_size`` below the plate's size)."""
+    return [
+        name
+        for name, site in model_trace.items()
+        if site["type"] == "plate" and site["args"][1] not in (None, site["args"][0])
+    ]
+
+
+def _full_log_density(potential: Callable[[Any], Any], unravel: Callable[[Any], Any]) -> LogDensity:
+    """K draws → (log p, ∇ log p) in one jitted call, on the fixed full-data potential."""
 
     def neg_potential(flat: Any) -> Any:
         return -potential(unravel(flat))
@@ -115,8 +158,70 @@ def fit(
     batched = jax.jit(jax.vmap(jax.value_and_grad(neg_potential)))
 
     def logdensity(theta: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-        logp, grad = batched(jnp.asarray(theta))
-        return np.asarray(logp, dtype=np.float64), np.asarray(grad, dtype=np.float64)
+        return _as_numpy(*batched(jnp.asarray(theta)))
 
-    posterior = _fit_density(logdensity, dim, method, seed=seed, **settings)
-    return NumPyroPosterior(posterior, unravel, info.postprocess_fn, seed)
+    return logdensity
+
+
+def _with_traced_params(model: Callable[..., Any], model_trace: dict[str, Any]) -> Any:
+    """``model`` with its ``param``/``mutable`` sites fixed at the traced values (as
+    ``initialize_model``'s own potential has them)."""
+    params = {
+        name: site["value"]
+        for name, site in model_trace.items()
+        if site["type"] in ("param", "mutable")
+    }
+    return substitute(model, data=params)
+
+
+def _subsampled_key(seed: int) -> Any:
+    return jax.random.fold_in(jax.random.PRNGKey(seed), 0x5B5A)
+
+
+def _subsampled_postprocess(
+    fixed: Any, model_args: tuple[Any, ...], model_kwargs: dict[str, Any], seed: int
+) -> Callable[[dict[str, Any]], dict[str, Any]]:
+    """Unconstrained → constrained values and deterministic sites, replaying the model under
+    one fixed seed (a subsampled plate needs a key; deterministic sites computed from the
+    data see that one subsample)."""
+    key = _subsampled_key(seed)
+
+    def postprocess(params: dict[str, Any]) -> dict[str, Any]:
+        seeded = seed_handler(fixed, rng_seed=key)
+        return constrain_fn(seeded, model_args, model_kwargs, params, return_deterministic=True)
+
+    return postprocess
+
+
+def _subsampled_log_density(
+    fixed: Any,
+    model_args: tuple[Any, ...],
+    model_kwargs: dict[str, Any],
+    unravel: Callable[[Any], Any],
+    seed: int,
+) -> LogDensity:
+    """As ``_full_log_density``, with the model seeded by ``fold_in(key, call)``.
+
+    Every call (one per engine step of a variational method) draws fresh plate subsamples;
+    the key is shared across the vmap, so all K draws of the step see the same subsample.
+    ``fixed`` is the model from ``_with_traced_params``.
+    """
+    base = _subsampled_key(seed)
+
+    def log_joint(key: Any, flat: Any) -> Any:
+        seeded = seed_handler(fixed, rng_seed=key)
+        return -potential_energy(seeded, model_args, model_kwargs, unravel(flat))
+
+    def step(call: Any, thetas: Any) -> Any:
+        key = jax.random.fold_in(base, call)
+        return jax.vmap(jax.value_and_grad(log_joint, argnums=1), in_axes=(None, 0))(key, thetas)
+
+    batched = jax.jit(step)
+    calls = [0]
+
+    def logdensity(theta: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        out = batched(np.uint32(calls[0] & 0xFFFFFFFF), jnp.asarray(theta))
+        calls[0] += 1
+        return _as_numpy(*out)
+
+    return logdensity

@@ -14,14 +14,14 @@ use super::*;
 pub const DEFAULT_ELBO_DRAWS: usize = 10;
 
 /// The options of `smi fit` after checking.
-struct Checked {
-    method: Method,
-    hidden: Vec<usize>,
+pub(super) struct Checked {
+    pub(super) method: Method,
+    pub(super) hidden: Vec<usize>,
     /// `None` under `--lr auto`.
-    fixed_lr: Option<f64>,
+    pub(super) fixed_lr: Option<f64>,
 }
 
-fn check_args(a: &FitArgs) -> Result<Checked> {
+pub(super) fn check_args(a: &FitArgs) -> Result<Checked> {
     let method: Method = a.method.parse().context("--method")?;
     let hidden = parse_hidden(&a.hidden)?;
     for (flag, v) in [
@@ -64,6 +64,30 @@ fn check_args(a: &FitArgs) -> Result<Checked> {
         hidden,
         fixed_lr,
     })
+}
+
+/// The engine settings of a fit of `a` on `rows` training rows with the step budget
+/// `max_steps` and `elbo_draws` ELBO draws (mini-batches only when `rows` exceeds the batch).
+pub(super) fn unit_settings(
+    a: &FitArgs,
+    max_steps: u64,
+    elbo_draws: usize,
+    rows: usize,
+) -> UnitSettings {
+    UnitSettings {
+        max_steps,
+        num_particles: a.particles,
+        elbo_draws,
+        batch_size: (rows > a.batch_size).then_some(a.batch_size),
+        init_radius: 0.1,
+        early_stopping: !a.no_early_stop,
+        nuts: NutsSettings {
+            num_warmup: a.nuts_warmup,
+            num_draws: a.nuts_draws,
+            ..NutsSettings::uci()
+        },
+        attraction: Default::default(),
+    }
 }
 
 /// Reads the training data, reporting the rows `--drop-missing` dropped.
@@ -116,11 +140,11 @@ fn load(a: &FitArgs) -> Result<Data> {
 }
 
 /// Everything a training run needs besides its model and limits.
-struct Job<'a> {
-    a: &'a FitArgs,
-    method: Method,
-    interrupt: &'a Interrupt,
-    progress_every: Duration,
+pub(super) struct Job<'a> {
+    pub(super) a: &'a FitArgs,
+    pub(super) method: Method,
+    pub(super) interrupt: &'a Interrupt,
+    pub(super) progress_every: Duration,
 }
 
 impl Job<'_> {
@@ -147,12 +171,12 @@ impl Job<'_> {
 }
 
 /// The validation score of each learning rate of the grid (`None`: not finite).
-type GridScores = Vec<(f64, Option<f64>)>;
+pub(super) type GridScores = Vec<(f64, Option<f64>)>;
 
 /// The learning-rate search of `--lr auto`: every grid value fitted on `tprep`'s training part
 /// and scored on its validation part; returns the best and the grid's scores. Under
 /// `--max-time T` each fit of the grid stops after T / (2 × grid size).
-fn search_lr(
+pub(super) fn search_lr(
     job: &Job<'_>,
     spec: &Spec,
     tprep: &Prepared,
@@ -363,20 +387,7 @@ pub fn run(a: &FitArgs) -> Result<Stop> {
     )?;
     let scale_y = task == Task::Regression && a.target_scaling == TargetScaling::Standardize;
     let prep = prepare(&x, &y, cols, &train_rows, val.as_deref(), scale_y)?;
-    let settings_for = |rows: usize| UnitSettings {
-        max_steps,
-        num_particles: a.particles,
-        elbo_draws,
-        batch_size: (rows > a.batch_size).then_some(a.batch_size),
-        init_radius: 0.1,
-        early_stopping: !a.no_early_stop,
-        nuts: NutsSettings {
-            num_warmup: a.nuts_warmup,
-            num_draws: a.nuts_draws,
-            ..NutsSettings::uci()
-        },
-        attraction: Default::default(),
-    };
+    let settings_for = |rows: usize| unit_settings(a, max_steps, elbo_draws, rows);
     // From here on, Ctrl-C stops a variational fit at the next step and saves what it has.
     let interrupt = if method == Method::Nuts {
         Interrupt::never()

@@ -256,6 +256,7 @@ pub fn check_writable(path: &Path, flag: &str) -> Result<()> {
     Ok(())
 }
 
+pub mod arrays;
 pub mod checkpoint;
 mod data;
 pub mod diagnostics;

@@ -87,7 +87,7 @@ fn mlp(h: &Header) -> Result<Mlp> {
 }
 
 /// A standard normal draw (Box–Muller).
-fn std_normal(rng: &mut ChaCha8Rng) -> f64 {
+pub(crate) fn std_normal(rng: &mut ChaCha8Rng) -> f64 {
     let u1: f64 = 1.0 - rng.random::<f64>(); // (0, 1]
     let u2: f64 = rng.random::<f64>();
     (-2.0 * u1.ln()).sqrt() * (std::f64::consts::TAU * u2).cos()

@@ -95,6 +95,25 @@ fn models(cr: &mut Criterion) {
         &th,
         &batch,
     );
+
+    // An iris-sized classifier (`smi fit --hidden 20 --elbo-draws 10`, m = 5: K = 50 draws on
+    // the 120 training rows) with 2 and 3 classes: the output layer and the softmax are then a
+    // large share of the step, so the two should differ by little more than the extra class.
+    let n = 120;
+    let x = Matrix::from_fn(n, 4, |_, _| rng.random_range(-2.0..2.0));
+    for classes in [2, 3] {
+        let labels: Vec<usize> = (0..n).map(|_| rng.random_range(0..classes)).collect();
+        let mlp = Mlp::new(&[4, 20, classes], Activation::Tanh).unwrap();
+        let model = BnnClassifier::new(mlp, x.clone(), labels).unwrap();
+        let th = theta(&mut rng, 50, model.dim(), 0.5);
+        time(
+            c,
+            BenchmarkId::new(format!("iris_4-20-{classes}_tanh"), "K50_n120"),
+            &model,
+            &th,
+            &Batch::full(),
+        );
+    }
 }
 
 criterion_group! {

@@ -6,6 +6,7 @@
 use rand::RngCore;
 use rand_distr::{Distribution, StandardNormal};
 
+use crate::mlp::softmax::{categorical_log_lik, exp_in_place};
 use crate::mlp::{check_finite_rows, Activation, Head, Mlp, MlpFloat, Precision};
 use smi::Batch;
 use smi::Layout;
@@ -46,33 +47,13 @@ impl Head for CategoricalHead<'_> {
         dout: &mut [T],
         _grad: &mut [f64],
     ) -> f64 {
-        let c = self.classes;
-        let mut ll = 0.0;
-        for (i, (z, dz)) in out
-            .chunks_exact(c)
-            .zip(dout.chunks_exact_mut(c))
-            .enumerate()
-        {
-            let label = self.labels[rows.map_or(i, |r| r[i])];
-            let m = z
-                .iter()
-                .map(|v| v.to_f64())
-                .fold(f64::NEG_INFINITY, f64::max);
-            let mut sum = 0.0;
-            for (d, v) in dz.iter_mut().zip(z) {
-                let e = (v.to_f64() - m).exp();
-                sum += e;
-                *d = T::of_f64(e);
-            }
-            let lse = m + sum.ln();
-            ll += z[label].to_f64() - lse;
-            let inv = scale / sum;
-            for d in dz.iter_mut() {
-                *d = T::of_f64(-d.to_f64() * inv);
-            }
-            dz[label] = T::of_f64(dz[label].to_f64() + scale);
-        }
-        scale * ll
+        categorical_log_lik(
+            out,
+            self.classes,
+            |i| self.labels[rows.map_or(i, |r| r[i])],
+            scale,
+            dout,
+        )
     }
 }
 
@@ -216,11 +197,11 @@ impl BnnClassifier {
         }
         for z in out.chunks_exact_mut(c) {
             let m = z.iter().copied().fold(f64::NEG_INFINITY, f64::max);
-            let mut sum = 0.0;
-            for v in z.iter_mut() {
-                *v = (*v - m).exp();
-                sum += *v;
-            }
+            z.iter_mut().for_each(|v| *v -= m);
+        }
+        exp_in_place(&mut out);
+        for z in out.chunks_exact_mut(c) {
+            let sum: f64 = z.iter().sum();
             z.iter_mut().for_each(|v| *v /= sum);
         }
         Matrix::from_vec(rows, c, out)

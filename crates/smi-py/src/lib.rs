@@ -6,6 +6,7 @@
 //! all K = m·S draws of the step).
 #![deny(missing_docs)]
 
+mod bnn;
 mod density;
 mod posterior;
 mod settings;
@@ -13,6 +14,7 @@ mod settings;
 use pyo3::exceptions::{PyException, PyValueError};
 use pyo3::prelude::*;
 
+pub use bnn::{bnn_fit, BnnModel};
 pub use density::PyDensity;
 pub use posterior::Posterior;
 pub use settings::{FitOptions, DEFAULT_STEPS};
@@ -95,6 +97,8 @@ fn fit(
 fn _smi(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(fit, m)?)?;
     m.add_class::<Posterior>()?;
+    m.add_function(wrap_pyfunction!(bnn_fit, m)?)?;
+    m.add_class::<BnnModel>()?;
     m.add("SmiError", m.py().get_type::<SmiError>())?;
     m.add("DEFAULT_STEPS", DEFAULT_STEPS)?;
     Ok(())

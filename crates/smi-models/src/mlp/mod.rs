@@ -26,6 +26,7 @@ use smi::{Batch, Rows};
 use smi::{Error, Result};
 
 mod kernels;
+pub(crate) mod softmax;
 
 use kernels::convert_and_sum_sq;
 pub use kernels::MlpFloat;
