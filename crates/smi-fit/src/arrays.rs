@@ -12,7 +12,9 @@ use std::time::Duration;
 
 use smi::NoObserver;
 
-use super::fitting::{check_args, search_lr, unit_settings, Checked, Job, DEFAULT_ELBO_DRAWS};
+use super::fitting::{
+    check_args, search_lr, training_record, unit_settings, Checked, Job, DEFAULT_ELBO_DRAWS,
+};
 use super::interrupt::Interrupt;
 use super::predict::{predict_classes, predict_regression, ClassOutput, RegressionOutput};
 use super::train::{train, Limits, Trained};
@@ -281,16 +283,13 @@ pub fn fit_arrays(
         nuts_warmup: a.nuts_warmup,
         nuts_draws: a.nuts_draws,
     };
-    h.training = Training {
-        rows: prep.y_train.len(),
-        validation_rows: val.as_ref().map_or(0, Vec::len),
-        steps: fit.steps,
-        seconds: fit.seconds,
-        early_stopped: fit.early_stopped(),
-        final_loss: fit.final_loss().and_then(finite),
-        stopped: stop.name().map(String::from),
-        nuts: fit.nuts.as_ref().map(diagnostics::nuts_diagnostics),
-    };
+    h.training = training_record(
+        &fit,
+        stop,
+        fit.seconds,
+        prep.y_train.len(),
+        val.as_ref().map_or(0, Vec::len),
+    );
     h.validation = validation;
     let file = ModelFile::new(h, &fit.posterior, model.density().dim());
     // Serialising checks what saving checks (finite parameters, a consistent header).

@@ -238,6 +238,27 @@ pub(super) fn search_lr(
 }
 
 /// What `smi fit` prints after training.
+/// The model file's record of a finished (or stopped) fit of `rows` training and
+/// `validation_rows` validation rows, `seconds` long in all; NUTS diagnostics included.
+pub(super) fn training_record(
+    fit: &Fit,
+    stop: Stop,
+    seconds: f64,
+    rows: usize,
+    validation_rows: usize,
+) -> Training {
+    Training {
+        rows,
+        validation_rows,
+        steps: fit.steps,
+        seconds,
+        early_stopped: fit.early_stopped(),
+        final_loss: fit.final_loss().and_then(finite),
+        stopped: stop.name().map(String::from),
+        nuts: fit.nuts.as_ref().map(nuts_diagnostics),
+    }
+}
+
 fn report_training(method: Method, out: &Fit, stop: Stop, seconds: f64) {
     eprintln!(
         "{method}: {} steps in {:.1} s{}{}{}",
@@ -519,16 +540,13 @@ pub fn run(a: &FitArgs) -> Result<Stop> {
         nuts_warmup: a.nuts_warmup,
         nuts_draws: a.nuts_draws,
     };
-    h.training = Training {
-        rows: prep.y_train.len(),
-        validation_rows: val.as_ref().map_or(0, Vec::len),
-        steps: out.steps,
+    h.training = training_record(
+        &out,
+        stop,
         seconds,
-        early_stopped: out.early_stopped(),
-        final_loss: out.final_loss().and_then(finite),
-        stopped: stop.name().map(String::from),
-        nuts,
-    };
+        prep.y_train.len(),
+        val.as_ref().map_or(0, Vec::len),
+    );
     h.validation = validation;
     let file = ModelFile::new(h, &out.posterior, model.density().dim());
     file.save(&a.save)?;
