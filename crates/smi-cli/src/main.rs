@@ -26,11 +26,12 @@ enum Command {
     Report(report::Args),
     /// Time one step of an engine on a named configuration; prints one JSON line.
     Bench(bench::Args),
-    /// Fit a calibrated Bayesian neural network (regression or classification) to a CSV file
-    /// and save it as a `.smi` model.
+    /// Fit a Bayesian neural network (regression or classification) to a CSV file and save
+    /// it as a `.smi` model (calibration on test rows is reported by predict --metrics).
     Fit(smi_fit::FitArgs),
     /// Predict the rows of a CSV file with a saved model: mean, std and a central interval
-    /// (regression) or class probabilities (classification).
+    /// (regression) or class probabilities (classification); with the target column,
+    /// --metrics reports accuracy and calibration (interval coverage, reliability, ECE).
     Predict(smi_fit::PredictArgs),
     /// Describe a saved model: network, how it was fitted, validation metrics.
     Inspect(smi_fit::InspectArgs),

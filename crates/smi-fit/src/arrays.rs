@@ -102,6 +102,9 @@ impl ArrayOptions {
             save: PathBuf::new(),
             elbo_draws: Some(self.elbo_draws),
             batch_size: self.batch_size,
+            prior_scale: 1.0,
+            temperature: None,
+            lr_schedule: crate::LrScheduleArg::Constant,
             no_early_stop: !self.early_stopping,
             target_scaling: TargetScaling::Standardize,
             draws: 1000,
@@ -188,7 +191,7 @@ pub fn fit_arrays(
         None => ((0..n).collect(), None),
     };
     let mut sizes = vec![cols];
-    sizes.extend(&hidden);
+    sizes.extend(hidden.unwrap_or_else(|| sizing::default_hidden(train_rows.len())));
     sizes.push(data.classes.as_ref().map_or(1, Vec::len));
     let spec = Spec {
         task,
@@ -197,6 +200,8 @@ pub fn fit_arrays(
             Task::Regression => Activation::Relu,
             Task::Classification => Activation::Tanh,
         },
+        prior_scale: a.prior_scale,
+        likelihood_weight: 1.0 / crate::fitting::temperature(&a, method, task),
     };
     let max_steps = a.max_steps.unwrap_or_else(|| {
         let draws = sizing::draws_per_step(method, a.particles, options.elbo_draws);
@@ -255,6 +260,7 @@ pub fn fit_arrays(
         model.density(),
         &settings,
         a.seed,
+        a.lr_schedule,
         limits,
         &mut NoObserver,
     )

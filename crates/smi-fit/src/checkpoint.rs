@@ -100,8 +100,9 @@ impl Paths {
         model: &dyn LogDensity,
         s: &UnitSettings,
         seed: u64,
+        schedule: crate::LrScheduleArg,
     ) -> Result<State> {
-        let engine = s.method_settings(method, lr, seed)?.build(model)?;
+        let engine = crate::train::method_settings(method, lr, s, seed, schedule)?.build(model)?;
         engine.load_state(&self.state).with_context(|| {
             format!(
                 "--resume: cannot continue from {} (resume with the options of the \

@@ -1,7 +1,8 @@
 //! # smi-fit — Bayesian neural networks on a user's own CSV file
 //!
-//! The library behind `smi fit`, `smi predict` and `smi inspect`: calibrated Bayesian-network
-//! regression and classification on a CSV table, through the method layer of `smi`.
+//! The library behind `smi fit`, `smi predict` and `smi inspect`: Bayesian-network
+//! regression and classification on a CSV table, through the method layer of `smi`
+//! (calibration on test rows is reported by `smi predict --metrics`, [`metrics_report`]).
 //!
 //! `fit` reads the CSV ([`csv_input`]), standardises the inputs (and regression targets) with
 //! the training statistics, fits one of the six methods with the UCI benchmark's engine code
@@ -11,13 +12,17 @@
 
 #![deny(missing_docs)]
 
+pub mod calibration;
 pub mod csv_input;
 pub mod inspect;
 pub mod limits;
+pub mod metrics_report;
 pub mod model_file;
 pub mod predict;
+pub mod reliability_plot;
 pub mod scaling;
 pub mod sizing;
+mod targets;
 
 use std::collections::HashMap;
 use std::path::{Path, PathBuf};
@@ -57,6 +62,15 @@ pub enum TargetScaling {
     None,
 }
 
+/// The learning-rate schedule on the command line.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, clap::ValueEnum)]
+pub enum LrScheduleArg {
+    /// Adam at the base rate throughout.
+    Constant,
+    /// Half a cosine from the base rate down to 1/100 of it over the step budget.
+    Cosine,
+}
+
 /// Options of `smi fit`.
 #[derive(clap::Args, Debug, Clone)]
 #[command(after_long_help = FIT_HELP)]
@@ -86,8 +100,9 @@ pub struct FitArgs {
     /// Particles m (SMI/SVGD/ASVGD).
     #[arg(long, default_value_t = 5)]
     pub particles: usize,
-    /// Hidden-layer widths, comma-separated.
-    #[arg(long, default_value = "50,50")]
+    /// Hidden-layer widths, comma-separated, or `auto`: two layers of 50 from 500 training
+    /// rows, below that one layer of rows/10 units (at least 10); see `smi_fit::sizing`.
+    #[arg(long, default_value = "auto")]
     pub hidden: String,
     /// Hidden-layer nonlinearity [default: relu for regression, tanh for classification].
     #[arg(long, value_enum)]
@@ -117,6 +132,20 @@ pub struct FitArgs {
     /// budget, more draws mean fewer steps].
     #[arg(long)]
     pub elbo_draws: Option<usize>,
+    /// s of the N(0, s²) prior on every weight and bias (inputs and regression targets are
+    /// standardised).
+    #[arg(long, default_value_t = 1.0)]
+    pub prior_scale: f64,
+    /// Likelihood temperature T: the fit targets p(θ)·p(y | θ)^(1/T) (1: the Bayesian
+    /// posterior; below 1 a sharper, "cold" one, which SMI's mean-field particles need to fit
+    /// well and be calibrated: docs/calibration.md) [default for smi: 0.3 for regression, 0.2
+    /// for classification; 1 for the other methods].
+    #[arg(long)]
+    pub temperature: Option<f64>,
+    /// Learning-rate schedule of the variational methods: `constant` (Adam at --lr
+    /// throughout) or `cosine` (from --lr down to --lr/100 over the step budget).
+    #[arg(long, value_enum, default_value = "constant")]
+    pub lr_schedule: LrScheduleArg,
     /// Mini-batch rows (used when the training set is larger).
     #[arg(long, default_value_t = 100)]
     pub batch_size: usize,
@@ -178,10 +207,14 @@ pub fn parse_duration(s: &str) -> std::result::Result<f64, String> {
 }
 
 const FIT_HELP: &str = "\
-Model (docs/algorithms.md §7.3): in → hidden… → out network with N(0, 1) priors on all weights and biases. \
+Model (docs/algorithms.md §7.3): in → hidden… → out network (--hidden: by default sized to the \
+training rows) with N(0, s²) priors on all weights and biases (s = --prior-scale, 1). \
 Regression: y ~ N(y_loc, 1/√prec), prec ~ Gamma(1, 0.1) learned (the UCI model), on \
 standardised inputs and targets. Classification: softmax over the target's classes (the \
-class map is saved with the model). Methods use the UCI benchmark's settings: Adam, \
+class map is saved with the model). The fit targets the tempered posterior \
+p(θ)·p(y | θ)^(1/T), T = --temperature (for SMI by default 0.3 for regression and 0.2 for \
+classification: at T = 1 it underfits, with too wide intervals and underconfident classes; \
+docs/calibration.md has the measurements and what calibration to expect). Methods use the UCI benchmark's settings: Adam, \
 Uniform(−0.1, 0.1) initialisation, mini-batches of --batch-size rows with N/b scaling when the \
 training set is larger, SMI with m Normal particles and S ELBO draws, SVGD/ASVGD with m point \
 particles, early stopping on ‖φ‖ (window 35, factor 2), NUTS on the full data.

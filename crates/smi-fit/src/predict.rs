@@ -17,9 +17,13 @@ use smi::metrics::{central_interval, gaussian_log_lik, pointwise_log_predictive}
 use smi::Matrix;
 use smi_models::{BnnClassifier, BnnRegression, Mlp, Noise};
 
+use super::calibration::{central_hits, COVERAGE_LEVELS};
 use super::csv_input::{read_table, show, Table};
 use super::limits::Budget;
+use super::metrics_report::{MetricsReport, ReportSettings};
 use super::model_file::{finite, Header, Metrics, ModelFile, Task};
+use super::reliability_plot;
+use super::targets::{targets, Targets};
 use smi::{GuideSettings, Posterior};
 use smi_experiments::uci::prediction_rng;
 
@@ -31,7 +35,7 @@ pub struct PredictArgs {
     pub model: PathBuf,
     /// Rows to predict: a CSV file with a header row holding (at least) the model's feature
     /// columns; other columns are ignored, except the target column, which (when present)
-    /// gives test metrics on stderr.
+    /// gives test metrics on stderr: one line, or the full report with --metrics.
     #[arg(long)]
     pub csv: PathBuf,
     /// Mass of the central predictive interval (regression models only; a classifier's output
@@ -48,10 +52,57 @@ pub struct PredictArgs {
     /// Seed of the prediction draws [default: the fit's seed].
     #[arg(long)]
     pub seed: Option<u64>,
-    /// Also write the test metrics as JSON here; the CSV must then have the target column
-    /// with labels the model knows (checked before anything is written).
-    #[arg(long)]
-    pub metrics: Option<PathBuf>,
+    /// Print the test metrics and how well the predictive uncertainty matches the errors
+    /// (the CSV must have the target column, checked before anything is written).
+    /// Regression: NLL, RMSE and the coverage of the central predictive intervals of mass 50,
+    /// 80, 90 and 95 % (observed against nominal, and their mean |difference|, the
+    /// calibration error). Classification: NLL, accuracy, a reliability table (10 bins of
+    /// top-class confidence: rows, mean confidence, accuracy), the ECE and whether the model
+    /// is over- or underconfident. With FILE, also write them as JSON there (as
+    /// --metrics-json FILE). Without --metrics, a target column gives a one-line summary.
+    #[arg(long, value_name = "FILE", num_args = 0..=1)]
+    pub metrics: Option<Option<PathBuf>>,
+    /// Write the test metrics of --metrics as JSON to FILE (fields: task, n, skipped_rows,
+    /// nll, rmse, accuracy, coverage (a list of {level, observed, inside}),
+    /// calibration_error, interval, ece, mean_confidence, reliability (a list of {lower,
+    /// upper, count, mean_confidence, accuracy}), verdict, model, target, draws, seed; null
+    /// where a field does not apply to the task).
+    #[arg(long, value_name = "FILE")]
+    pub metrics_json: Option<PathBuf>,
+    /// Draw the reliability diagram of the test metrics as a PNG: accuracy against top-class
+    /// confidence per bin (classification) or observed against nominal interval coverage
+    /// (regression), with the diagonal, the counts, the ECE or calibration error and the
+    /// settings.
+    #[arg(long, value_name = "FILE.png")]
+    pub reliability_plot: Option<PathBuf>,
+}
+
+impl PredictArgs {
+    /// The JSON files of the test metrics (`--metrics-json FILE`, `--metrics FILE`), each with
+    /// its flag.
+    fn metrics_files(&self) -> Vec<(&Path, &'static str)> {
+        let json = self.metrics_json.as_deref().map(|p| (p, "--metrics-json"));
+        let old = self.metrics.as_ref().and_then(|m| m.as_deref());
+        json.into_iter()
+            .chain(old.map(|p| (p, "--metrics")))
+            .collect()
+    }
+
+    /// The flag that asks for test metrics (for messages), if any does.
+    fn metrics_flag(&self) -> Option<String> {
+        let shown = |flag: &str, p: &Path| format!("{flag} {}", p.display());
+        if let Some(p) = &self.metrics_json {
+            Some(shown("--metrics-json", p))
+        } else if let Some(p) = &self.reliability_plot {
+            Some(shown("--reliability-plot", p))
+        } else {
+            match &self.metrics {
+                Some(Some(p)) => Some(shown("--metrics", p)),
+                Some(None) => Some("--metrics".into()),
+                None => None,
+            }
+        }
+    }
 }
 
 /// Rows per forward-pass chunk (bounds memory at draws × CHUNK values).
@@ -70,6 +121,10 @@ pub struct RegressionOutput {
     pub upper: Vec<f64>,
     /// Log predictive density of each target (when targets were given).
     pub log_pred: Vec<f64>,
+    /// Per mass of [`COVERAGE_LEVELS`]: the rows whose target lies inside their central
+    /// interval of that mass, from the same y draws as `lower`/`upper` (when targets were
+    /// given; empty otherwise).
+    pub inside: Vec<usize>,
 }
 
 /// Classification predictions.
@@ -191,9 +246,18 @@ pub fn predict_regression(
                 let t = s % k;
                 *c = pred.y_loc.get(t, i) + pred.noise_scale[t] * std_normal(&mut noise_rng);
             }
+            // Sorted once here, each interval below sorts it again in linear time.
+            col.sort_by(f64::total_cmp);
             let iv = central_interval(&col, interval)?;
             out.lower.push(iv.lower);
             out.upper.push(iv.upper);
+            if let Some(y) = y {
+                let hits = central_hits(&col, y[start + i], &COVERAGE_LEVELS)?;
+                out.inside.resize(hits.len(), 0);
+                for (k, h) in out.inside.iter_mut().zip(hits) {
+                    *k += usize::from(h);
+                }
+            }
         }
         if let Some(y) = y {
             let ll = gaussian_log_lik(&pred.y_loc, &pred.noise_scale, &y[start..end])?;
@@ -389,118 +453,15 @@ fn write_csv(
     Ok(())
 }
 
-/// The test targets of a prediction CSV.
-enum Targets {
-    /// Regression targets in target units.
-    Values(Vec<f64>),
-    /// Class indices into the model's classes of the rows whose label the model knows.
-    Classes(KnownLabels),
-    /// No test metrics, and why.
-    None(String),
-}
-
-/// The test rows of a classifier whose labels the model knows.
-struct KnownLabels {
-    /// The rows (0-based), in order.
-    rows: Vec<usize>,
-    /// Their class indices.
-    labels: Vec<usize>,
-    /// How many rows have a label the model does not know, and the first such label.
-    unknown: Option<(usize, String)>,
-}
-
-impl KnownLabels {
-    /// Maps `labels` (one per row) to indices into `classes`, keeping the rows it can.
-    fn new(classes: &[String], labels: &[String]) -> Self {
-        let mut k = KnownLabels {
-            rows: Vec::new(),
-            labels: Vec::new(),
-            unknown: None,
-        };
-        for (r, l) in labels.iter().enumerate() {
-            match classes.iter().position(|c| c == l) {
-                Some(i) => {
-                    k.rows.push(r);
-                    k.labels.push(i);
-                }
-                None => match &mut k.unknown {
-                    Some((count, _)) => *count += 1,
-                    None => k.unknown = Some((1, l.clone())),
-                },
-            }
-        }
-        k
-    }
-
-    /// The metrics of `out` (every row of the table) on the known rows.
-    fn metrics(&self, out: &ClassOutput) -> Metrics {
-        let known = ClassOutput {
-            probs: self.rows.iter().map(|&r| out.probs[r].clone()).collect(),
-            predicted: self.rows.iter().map(|&r| out.predicted[r]).collect(),
-        };
-        Metrics {
-            skipped_rows: self.unknown.as_ref().map(|u| u.0),
-            ..class_metrics(&known, &self.labels)
-        }
-    }
-}
-
-/// The test targets of `table` when it has the model's target column: regression values, or
-/// class indices; [`Targets::None`] with the reason when there are none to score against.
-fn targets(h: &Header, table: &Table) -> Result<Targets> {
-    let Some(t) = table.headers.iter().position(|c| c == &h.target) else {
-        return Ok(Targets::None(format!(
-            "the CSV has no target column {} (its columns: {})",
-            show(&h.target),
-            table
-                .headers
-                .iter()
-                .take(30)
-                .map(|c| show(c))
-                .collect::<Vec<_>>()
-                .join(", ")
-        )));
-    };
-    Ok(match h.task {
-        Task::Regression => Targets::Values(table.numbers(&[t])?),
-        Task::Classification => {
-            let classes = h
-                .classes
-                .as_ref()
-                .context("corrupt model header: a classifier without classes")?;
-            let known = KnownLabels::new(classes, &table.labels(t)?);
-            if let Some((count, l)) = &known.unknown {
-                let what = format!(
-                    "{count} of the {} rows have a label in column {} that the model does not \
-                     know (e.g. {}; it knows {})",
-                    table.len(),
-                    show(&h.target),
-                    show(l),
-                    classes
-                        .iter()
-                        .map(|c| show(c))
-                        .collect::<Vec<_>>()
-                        .join(", ")
-                );
-                if known.rows.is_empty() {
-                    return Ok(Targets::None(what));
-                }
-                eprintln!(
-                    "note: {what}; the test metrics score the other {} rows",
-                    known.rows.len()
-                );
-            }
-            Targets::Classes(known)
-        }
-    })
-}
-
 /// Runs `smi predict`.
 pub fn run(a: &PredictArgs) -> Result<()> {
     check_args(a)?;
     super::check_writable(&a.out, "--out")?;
-    if let Some(p) = &a.metrics {
-        super::check_writable(p, "--metrics")?;
+    for (p, flag) in a.metrics_files() {
+        super::check_writable(p, flag)?;
+    }
+    if let Some(p) = &a.reliability_plot {
+        super::check_writable(p, "--reliability-plot")?;
     }
     let model = ModelFile::load(&a.model)?;
     let h = &model.header;
@@ -517,9 +478,18 @@ pub fn run(a: &PredictArgs) -> Result<()> {
     let x = features(h, &table)?;
     let seed = a.seed.unwrap_or(h.settings.seed);
     let targets = targets(h, &table)?;
-    if let (Some(p), Targets::None(why)) = (&a.metrics, &targets) {
-        bail!("--metrics {}: no test metrics to write: {why}", p.display());
+    if let (Some(flag), Targets::None(why)) = (a.metrics_flag(), &targets) {
+        bail!("{flag}: no test metrics to report: {why}");
     }
+    let settings = ReportSettings {
+        model: a.model.file_name().map_or_else(
+            || a.model.display().to_string(),
+            |n| n.to_string_lossy().into_owned(),
+        ),
+        target: h.target.clone(),
+        draws: a.draws,
+        seed,
+    };
     check_memory(h, &fitted, a.draws, x.rows())?;
     let metrics = match h.task {
         Task::Regression => {
@@ -539,7 +509,14 @@ pub fn run(a: &PredictArgs) -> Result<()> {
                         .collect()
                 }),
             )?;
-            y.map(|y| regression_metrics(&out, y, interval))
+            match y {
+                Some(y) => {
+                    let m = regression_metrics(&out, y, interval);
+                    let report = MetricsReport::regression(&m, &out, y.len(), settings)?;
+                    Some((m, report))
+                }
+                None => None,
+            }
         }
         Task::Classification => {
             let classes = h
@@ -566,7 +543,7 @@ pub fn run(a: &PredictArgs) -> Result<()> {
                 }),
             )?;
             match &targets {
-                Targets::Classes(known) => Some(known.metrics(&out)),
+                Targets::Classes(known) => Some(known.metrics(&out, settings)?),
                 _ => None,
             }
         }
@@ -582,16 +559,33 @@ pub fn run(a: &PredictArgs) -> Result<()> {
             eprintln!("note: no test metrics: {why}");
         }
     }
-    if let Some(m) = metrics {
+    if let Some((m, report)) = metrics {
+        show_metrics(a, &m, &report)?;
+    }
+    Ok(())
+}
+
+/// Shows the test metrics on stderr as `a` asks: the report (`--metrics`), else one line;
+/// writes the JSON file and the reliability diagram when asked for.
+fn show_metrics(a: &PredictArgs, m: &Metrics, report: &MetricsReport) -> Result<()> {
+    if a.metrics.is_some() {
+        eprint!("{}", report.text());
+    } else {
         eprintln!(
-            "test metrics (column {} present): {}",
-            show(&h.target),
-            describe(&m)
+            "test metrics (column {} present): {} (--metrics for interval coverage or a \
+             reliability table)",
+            show(&report.target),
+            describe(m)
         );
-        if let Some(p) = &a.metrics {
-            let text = serde_json::to_string_pretty(&m)?;
-            std::fs::write(p, text).with_context(|| format!("cannot write {}", p.display()))?;
-        }
+    }
+    for (p, _) in a.metrics_files() {
+        let text = serde_json::to_string_pretty(report)?;
+        std::fs::write(p, text).with_context(|| format!("cannot write {}", p.display()))?;
+    }
+    if let Some(p) = &a.reliability_plot {
+        reliability_plot::write(p, report)
+            .with_context(|| format!("--reliability-plot {}", p.display()))?;
+        eprintln!("wrote the reliability diagram to {}", p.display());
     }
     Ok(())
 }

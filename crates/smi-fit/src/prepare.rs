@@ -1,6 +1,9 @@
 //! Preparing a fit: the split, standardisation, the model to fit, validation metrics and the
 //! header parts prediction needs.
 
+use rand::RngCore;
+use smi::{Batch, Layout};
+
 use super::*;
 
 /// Training data after the split and standardisation.
@@ -77,39 +80,103 @@ pub(super) fn prepare(
     })
 }
 
-/// The model to fit: network sizes, activation and task.
+/// The model to fit: network sizes, activation, task, prior scale and likelihood weight.
 #[derive(Clone, Debug)]
 pub(super) struct Spec {
     pub(super) task: Task,
     pub(super) sizes: Vec<usize>,
     pub(super) activation: Activation,
+    /// s of the N(0, s²) prior on every weight and bias.
+    pub(super) prior_scale: f64,
+    /// 1/T: the log-likelihood is multiplied by it (1: the Bayesian posterior).
+    pub(super) likelihood_weight: f64,
 }
 
-pub(super) enum Model {
+enum Net {
     Regression(BnnRegression),
     Classification(BnnClassifier),
+}
+
+/// The network model of a [`Spec`], its log-likelihood multiplied by the spec's weight (a
+/// tempered posterior p(θ)·p(y | θ)^(1/T); the weight scales the mini-batch factor N/b, so the
+/// prior and the noise prior are untouched).
+pub(super) struct Model {
+    net: Net,
+    likelihood_weight: f64,
 }
 
 impl Model {
     pub(super) fn build(spec: &Spec, x: Matrix, y: &[f64]) -> Result<Self> {
         let mlp = Mlp::new(&spec.sizes, spec.activation).context("bad network")?;
-        Ok(match spec.task {
-            Task::Regression => Model::Regression(
+        let net = match spec.task {
+            Task::Regression => Net::Regression(
                 BnnRegression::new(mlp, x, y.to_vec(), Noise::uci())
+                    .and_then(|m| m.with_prior_scale(spec.prior_scale))
                     .context("cannot build the regression model")?,
             ),
-            Task::Classification => Model::Classification(
+            Task::Classification => Net::Classification(
                 BnnClassifier::new(mlp, x, y.iter().map(|&v| v as usize).collect())
+                    .and_then(|m| m.with_prior_scale(spec.prior_scale))
                     .context("cannot build the classifier")?,
             ),
+        };
+        if !(spec.likelihood_weight > 0.0 && spec.likelihood_weight.is_finite()) {
+            bail!(
+                "the likelihood weight 1/T must be positive and finite, got {}",
+                spec.likelihood_weight
+            );
+        }
+        Ok(Model {
+            net,
+            likelihood_weight: spec.likelihood_weight,
         })
     }
 
-    pub(super) fn density(&self) -> &dyn LogDensity {
-        match self {
-            Model::Regression(m) => m,
-            Model::Classification(m) => m,
+    fn inner(&self) -> &dyn LogDensity {
+        match &self.net {
+            Net::Regression(m) => m,
+            Net::Classification(m) => m,
         }
+    }
+
+    pub(super) fn density(&self) -> &dyn LogDensity {
+        self
+    }
+}
+
+impl LogDensity for Model {
+    fn dim(&self) -> usize {
+        self.inner().dim()
+    }
+
+    fn num_data(&self) -> usize {
+        self.inner().num_data()
+    }
+
+    fn log_density_and_grad(
+        &self,
+        theta: &[f64],
+        batch: &Batch,
+        logp: &mut [f64],
+        grad: &mut [f64],
+    ) -> smi::Result<()> {
+        if self.likelihood_weight == 1.0 {
+            return self.inner().log_density_and_grad(theta, batch, logp, grad);
+        }
+        let tempered = Batch {
+            scale: batch.scale * self.likelihood_weight,
+            ..batch.clone()
+        };
+        self.inner()
+            .log_density_and_grad(theta, &tempered, logp, grad)
+    }
+
+    fn layout(&self) -> Layout {
+        self.inner().layout()
+    }
+
+    fn sample_prior(&self, rng: &mut dyn RngCore, out: &mut [f64]) -> smi::Result<()> {
+        self.inner().sample_prior(rng, out)
     }
 }
 
@@ -162,7 +229,7 @@ pub(super) fn header_stub(spec: &Spec, prep: &Prepared) -> Header {
             sizes: spec.sizes.clone(),
             activation: spec.activation,
             noise: (spec.task == Task::Regression).then(Noise::uci),
-            prior_scale: 1.0,
+            prior_scale: spec.prior_scale,
         },
         target: String::new(),
         features: Vec::new(),
@@ -188,5 +255,51 @@ pub(super) fn header_stub(spec: &Spec, prep: &Prepared) -> Header {
         validation: None,
         payload: empty_payload(),
         checksum: None,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// The likelihood weight 1/T multiplies the log-likelihood only: log p_w(θ) = log prior +
+    /// w·log lik is linear in w, so equal steps in w give equal steps in log p (and ∇ log p).
+    #[test]
+    fn the_temperature_scales_the_likelihood_only() {
+        let x = Matrix::from_fn(6, 2, |i, j| (i + j) as f64 / 5.0 - 0.5);
+        let y: Vec<f64> = (0..6).map(|i| i as f64 / 3.0 - 1.0).collect();
+        let eval = |w: f64| {
+            let spec = Spec {
+                task: Task::Regression,
+                sizes: vec![2, 3, 1],
+                activation: Activation::Tanh,
+                prior_scale: 0.7,
+                likelihood_weight: w,
+            };
+            let m = Model::build(&spec, x.clone(), &y).unwrap();
+            let d = m.density().dim();
+            let theta: Vec<f64> = (0..d).map(|k| (k as f64 * 0.37).sin()).collect();
+            let (mut logp, mut grad) = (vec![0.0], vec![0.0; d]);
+            m.density()
+                .log_density_and_grad(&theta, &Batch::full(), &mut logp, &mut grad)
+                .unwrap();
+            (logp[0], grad)
+        };
+        let ((l1, g1), (l2, g2), (l3, g3)) = (eval(1.0), eval(2.0), eval(3.0));
+        // Round-off only: the three evaluations differ in one multiplication per row (the
+        // density sums in f64; the gradient runs back through the f32 network, hence 1e-5).
+        assert!(((l3 - l2) - (l2 - l1)).abs() < 1e-9 * l1.abs().max(1.0));
+        assert!(l2 != l1);
+        for k in 0..g1.len() {
+            assert!(((g3[k] - g2[k]) - (g2[k] - g1[k])).abs() < 1e-5 * g1[k].abs().max(1.0));
+        }
+        let bad = Spec {
+            task: Task::Regression,
+            sizes: vec![2, 3, 1],
+            activation: Activation::Tanh,
+            prior_scale: 1.0,
+            likelihood_weight: f64::INFINITY,
+        };
+        assert!(Model::build(&bad, x.clone(), &y).is_err());
     }
 }

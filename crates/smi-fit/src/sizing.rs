@@ -27,6 +27,27 @@ pub const MIN_STEPS: u64 = 1000;
 /// The largest default budget (the UCI protocol's, docs/algorithms.md §7.3).
 pub const MAX_STEPS: u64 = 20_000;
 
+/// Training rows from which the default network has two hidden layers of [`MAX_WIDTH`].
+pub const TWO_LAYERS_FROM: usize = 500;
+/// Training rows per hidden unit of the default one-layer network (below [`TWO_LAYERS_FROM`]).
+pub const ROWS_PER_UNIT: usize = 10;
+/// The narrowest default hidden layer.
+pub const MIN_WIDTH: usize = 10;
+/// The widest default hidden layer.
+pub const MAX_WIDTH: usize = 50;
+
+/// The hidden widths of `--hidden auto` for `rows` training rows: two layers of
+/// [`MAX_WIDTH`] from [`TWO_LAYERS_FROM`] rows, below that one layer of rows /
+/// [`ROWS_PER_UNIT`] units within [`MIN_WIDTH`]..=[`MAX_WIDTH`] (docs/calibration.md: on small
+/// sets the larger network fits no better, is worse calibrated and takes far longer).
+pub fn default_hidden(rows: usize) -> Vec<usize> {
+    if rows >= TWO_LAYERS_FROM {
+        vec![MAX_WIDTH, MAX_WIDTH]
+    } else {
+        vec![(rows / ROWS_PER_UNIT).clamp(MIN_WIDTH, MAX_WIDTH)]
+    }
+}
+
 /// θ draws of one step of `method` with `particles` particles and `elbo_draws` ELBO draws.
 pub fn draws_per_step(method: Method, particles: usize, elbo_draws: usize) -> usize {
     match method {
@@ -52,6 +73,15 @@ pub fn default_max_steps(draws: usize, batch_rows: usize, dim: usize) -> u64 {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn the_default_network_grows_with_the_rows() {
+        assert_eq!(default_hidden(30), [MIN_WIDTH]);
+        assert_eq!(default_hidden(142), [14]);
+        assert_eq!(default_hidden(499), [49]);
+        assert_eq!(default_hidden(500), [50, 50]);
+        assert_eq!(default_hidden(100_000), [50, 50]);
+    }
 
     #[test]
     fn the_budget_shrinks_with_the_work_of_a_step() {

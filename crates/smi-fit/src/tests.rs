@@ -332,7 +332,19 @@ fn stretches_stops_and_resumes_leave_the_fit_unchanged() {
         checkpoint: None,
         resume,
     };
-    let run = |l| train(Method::Smi, lr, &model, &s, 1, l, &mut smi::NoObserver).unwrap();
+    let run = |l| {
+        train(
+            Method::Smi,
+            lr,
+            &model,
+            &s,
+            1,
+            LrScheduleArg::Constant,
+            l,
+            &mut smi::NoObserver,
+        )
+        .unwrap()
+    };
     let t = run(limits(&never, None, None));
     assert_eq!(t.stop, Stop::Finished);
     assert_eq!(t.fit.state.unwrap().particles, whole.particles);
@@ -357,6 +369,7 @@ fn stretches_stops_and_resumes_leave_the_fit_unchanged() {
         &model,
         &other,
         1,
+        LrScheduleArg::Constant,
         limits(&never, None, None),
         &mut smi::NoObserver,
     )
@@ -369,6 +382,7 @@ fn stretches_stops_and_resumes_leave_the_fit_unchanged() {
         &model,
         &s,
         1,
+        LrScheduleArg::Constant,
         limits(&never, None, foreign),
         &mut smi::NoObserver,
     )

@@ -9,11 +9,13 @@ use std::time::{Duration, Instant};
 
 use anyhow::{Context, Result};
 use smi::{
-    Fit, LogDensity, Method, Observer, Posterior, Progress, RunSettings, State, Termination,
+    Fit, LogDensity, LrDecay, LrSchedule, Method, MethodSettings, Observer, OptimizerSettings,
+    Posterior, Progress, RunSettings, State, Termination,
 };
 use smi_experiments::uci::{fit as fit_method, UnitSettings};
 
 use super::interrupt::Interrupt;
+use super::LrScheduleArg;
 
 /// Seconds one stretch of steps aims at: short enough for a prompt stop, long enough that
 /// starting a stretch costs nothing measurable.
@@ -71,18 +73,50 @@ impl Observer for StepsOnly<'_> {
     }
 }
 
-/// Fits `method` at `lr` to `model` under `s` with `seed`, reporting to `observer` and
-/// stopping at the `limits`. NUTS runs in one go (it cannot be stopped midway; Ctrl-C ends
-/// the process as usual).
+/// The final learning rate of [`LrScheduleArg::Cosine`] as a fraction of the base rate.
+pub const COSINE_FLOOR: f64 = 0.01;
+
+/// The engine settings of `method` at `lr` under `s` with `seed` and the learning-rate
+/// `schedule` (a cosine spans `s.max_steps`).
+///
+/// # Errors
+/// Invalid settings.
+pub fn method_settings(
+    method: Method,
+    lr: Option<f64>,
+    s: &UnitSettings,
+    seed: u64,
+    schedule: LrScheduleArg,
+) -> Result<MethodSettings> {
+    let settings = s.method_settings(method, lr, seed)?;
+    Ok(match (schedule, lr) {
+        (LrScheduleArg::Cosine, Some(lr)) if method != Method::Nuts => {
+            settings.with_optimizer(OptimizerSettings::adam(lr).with_schedule(LrSchedule {
+                warmup_steps: 0,
+                decay: LrDecay::Cosine {
+                    steps: s.max_steps.max(1),
+                },
+                min_lr: lr * COSINE_FLOOR,
+            }))
+        }
+        _ => settings,
+    })
+}
+
+/// Fits `method` at `lr` to `model` under `s` with `seed` and the learning-rate `schedule`,
+/// reporting to `observer` and stopping at the `limits`. NUTS runs in one go (it cannot be
+/// stopped midway; Ctrl-C ends the process as usual).
 ///
 /// # Errors
 /// Invalid settings, the engine's or the model's errors, a checkpoint that cannot be written.
+#[allow(clippy::too_many_arguments)]
 pub fn train(
     method: Method,
     lr: Option<f64>,
     model: &dyn LogDensity,
     s: &UnitSettings,
     seed: u64,
+    schedule: LrScheduleArg,
     mut limits: Limits<'_>,
     observer: &mut dyn Observer,
 ) -> Result<Trained> {
@@ -92,7 +126,7 @@ pub fn train(
             stop: Stop::Finished,
         });
     }
-    let engine = s.method_settings(method, lr, seed)?.build(model)?;
+    let engine = method_settings(method, lr, s, seed, schedule)?.build(model)?;
     let run = s.run_settings(method);
     let mut state = match limits.resume.take() {
         Some(state) => {
@@ -165,4 +199,41 @@ pub fn train(
         },
         stop,
     })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// `--lr-schedule cosine` puts a cosine over the step budget down to lr/100 on the
+    /// optimizer; `constant` leaves the UCI settings' constant Adam.
+    #[test]
+    fn the_cosine_schedule_spans_the_budget() {
+        let s = UnitSettings {
+            max_steps: 700,
+            num_particles: 2,
+            elbo_draws: 2,
+            batch_size: None,
+            init_radius: 0.1,
+            early_stopping: false,
+            nuts: Default::default(),
+            attraction: Default::default(),
+        };
+        let optimizer =
+            |schedule| match method_settings(Method::Smi, Some(0.01), &s, 0, schedule).unwrap() {
+                MethodSettings::Stein(st) => st.optimizer,
+                _ => unreachable!("SMI is a Stein method"),
+            };
+        let cosine = optimizer(LrScheduleArg::Cosine);
+        let OptimizerSettings::Adam { lr, schedule, .. } = cosine else {
+            unreachable!("Adam")
+        };
+        assert_eq!(lr, 0.01);
+        assert_eq!(schedule.decay, LrDecay::Cosine { steps: 700 });
+        assert!((schedule.min_lr - 1e-4).abs() < 1e-18);
+        assert_eq!(
+            optimizer(LrScheduleArg::Constant),
+            OptimizerSettings::adam(0.01)
+        );
+    }
 }
