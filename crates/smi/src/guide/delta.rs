@@ -17,3 +17,25 @@ pub fn pullback(delta: &[f64], out: &mut [f64]) {
     }
     out.iter_mut().for_each(|o| *o /= s);
 }
+
+/// Columns `c0 .. c0 + out.len()` of [`pullback`] for the directions δ_s = τ·`grad`_s −
+/// `gradq`_s (S×d each, d = `d`), formed on the fly; bit-identical to `pullback` on the
+/// stored δ.
+pub(crate) fn pullback_cols(
+    d: usize,
+    grad: &[f64],
+    gradq: &[f64],
+    tau: f64,
+    c0: usize,
+    out: &mut [f64],
+) {
+    let w = out.len();
+    let s = (grad.len() / d.max(1)).max(1) as f64;
+    out.fill(0.0);
+    for (g, gq) in grad.chunks_exact(d).zip(gradq.chunks_exact(d)) {
+        for ((o, &gv), &qv) in out.iter_mut().zip(&g[c0..c0 + w]).zip(&gq[c0..c0 + w]) {
+            *o += tau * gv - qv;
+        }
+    }
+    out.iter_mut().for_each(|o| *o /= s);
+}

@@ -309,6 +309,31 @@ impl GuideSettings {
         }
     }
 
+    /// Columns `c0 .. c0 + out_loc.len()` of [`GuideSettings::pullback`] for the directions
+    /// δ_s = τ·`grad`_s − `gradq`_s (S×d each, d the model's dimension `d`), formed on the fly:
+    /// the loc (Delta: ψ) entries into `out_loc`, the ρ entries (Normal; empty for Delta) into
+    /// `out_rho`. Bit-identical to `pullback` on the stored δ.
+    #[allow(clippy::too_many_arguments)]
+    pub(crate) fn pullback_cols(
+        &self,
+        psi: &[f64],
+        d: usize,
+        eps: &[f64],
+        grad: &[f64],
+        gradq: &[f64],
+        tau: f64,
+        c0: usize,
+        out_loc: &mut [f64],
+        out_rho: &mut [f64],
+    ) {
+        match self {
+            GuideSettings::Normal { .. } => {
+                normal::pullback_cols(psi, eps, grad, gradq, tau, c0, out_loc, out_rho)
+            }
+            GuideSettings::Delta => delta::pullback_cols(d, grad, gradq, tau, c0, out_loc),
+        }
+    }
+
     /// Adds ∇_ψ of the guide's entropy −E_q[log q] to `out` (OVI's full ELBO gradient; zero for
     /// Delta): ∂/∂ρ Σ log σ = sigmoid(ρ)/σ.
     pub fn add_entropy_grad(&self, psi: &[f64], out: &mut [f64]) {

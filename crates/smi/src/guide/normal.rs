@@ -1,5 +1,7 @@
 //! The mean-field Normal guide (AutoNormal): ψ = [loc (d) | ρ (d)], σ = softplus(ρ).
 
+use std::cell::RefCell;
+
 use rayon::prelude::*;
 
 use crate::linalg::{gemm, Op};
@@ -11,15 +13,28 @@ const LN_2PI: f64 = 1.837_877_066_409_345_5;
 /// m·d from which the mixture's per-particle coefficients are computed in parallel blocks.
 const COEFF_PAR_MIN: usize = 1 << 16;
 
+/// Below COEFF_PAR_MIN, values per parallel task when the particles' rows run in parallel.
+const COEFF_PAR_ROW_MIN: usize = 1 << 12;
+
 /// θ_s = loc + σ ⊙ ε_s for every row s of `eps` (S×d).
 pub fn sample(psi: &[f64], eps: &[f64], theta: &mut [f64]) {
     let d = psi.len() / 2;
-    let (loc, rho) = psi.split_at(d);
-    let sigma: Vec<f64> = rho.iter().map(|r| softplus(*r)).collect();
+    let sigma = scales(psi);
     for (t, e) in theta.chunks_exact_mut(d).zip(eps.chunks_exact(d)) {
-        for c in 0..d {
-            t[c] = loc[c] + sigma[c] * e[c];
-        }
+        draw_row(&psi[..d], &sigma, e, t);
+    }
+}
+
+/// σ = softplus(ρ) of one particle ψ = [loc | ρ] (length d).
+pub(crate) fn scales(psi: &[f64]) -> Vec<f64> {
+    psi[psi.len() / 2..].iter().map(|r| softplus(*r)).collect()
+}
+
+/// One draw θ = loc + σ ⊙ ε (all of length d).
+#[inline]
+pub(crate) fn draw_row(loc: &[f64], sigma: &[f64], eps: &[f64], theta: &mut [f64]) {
+    for (((t, &l), &s), &e) in theta.iter_mut().zip(loc).zip(sigma).zip(eps) {
+        *t = l + s * e;
     }
 }
 
@@ -30,55 +45,8 @@ pub fn sample(psi: &[f64], eps: &[f64], theta: &mut [f64]) {
 /// i.e. two K×d by d×m products; the gradient −Σ_j w_j (u − μ_j)/σ_j² = −u⊙(W a) + W b is two
 /// K×m by m×d products, W the responsibilities.
 pub fn mixture_log_density(particles: &Matrix, theta: &[f64], logq: &mut [f64], grad: &mut [f64]) {
-    let m = particles.rows();
-    let d = particles.cols() / 2;
-    let k = logq.len();
-    let mut a = vec![0.0; m * d];
-    let mut b = vec![0.0; m * d];
-    let mut c = vec![0.0; m];
-    // Three transcendental calls per coordinate and particle (≈ 8 ms serial at MNIST's
-    // m·d = 400K): blocks of coordinates run in parallel when there are many. The partial sums
-    // of c are collected in order and added sequentially, so c does not depend on the threads.
-    let block = if m * d >= COEFF_PAR_MIN {
-        4096
-    } else {
-        d.max(1)
-    };
-    for (j, cj) in c.iter_mut().enumerate() {
-        let (loc, rho) = particles.row(j).split_at(d);
-        let (aj, bj) = (&mut a[j * d..(j + 1) * d], &mut b[j * d..(j + 1) * d]);
-        let fill = |(t, (ab, bb)): (usize, (&mut [f64], &mut [f64]))| {
-            let start = t * block;
-            let mut part = 0.0;
-            for (((av, bv), &l), &r) in ab
-                .iter_mut()
-                .zip(bb.iter_mut())
-                .zip(&loc[start..])
-                .zip(&rho[start..])
-            {
-                let s = softplus(r);
-                let inv = 1.0 / (s * s);
-                *av = inv;
-                *bv = l * inv;
-                part -= 0.5 * l * l * inv + s.ln();
-            }
-            part
-        };
-        let parts: Vec<f64> = if block < d {
-            aj.par_chunks_mut(block)
-                .zip(bj.par_chunks_mut(block))
-                .enumerate()
-                .map(fill)
-                .collect()
-        } else {
-            aj.chunks_mut(block)
-                .zip(bj.chunks_mut(block))
-                .enumerate()
-                .map(fill)
-                .collect()
-        };
-        *cj = -0.5 * d as f64 * LN_2PI + parts.iter().sum::<f64>();
-    }
+    let coeffs = MixtureCoeffs::new(particles);
+    let (k, d) = (logq.len(), coeffs.d);
     // Rows are independent: split the K draws into chunks over rayon's threads.
     // Chunks of ≤ 32K values keep the per-chunk temporaries small (no mmap per call).
     let chunk = k
@@ -88,7 +56,93 @@ pub fn mixture_log_density(particles: &Matrix, theta: &[f64], logq: &mut [f64], 
         .par_chunks(chunk * d)
         .zip(logq.par_chunks_mut(chunk))
         .zip(grad.par_chunks_mut(chunk * d))
-        .for_each(|((th, lq), g)| mixture_rows(th, &a, &b, &c, m, d, lq, g));
+        .for_each(|((th, lq), g)| {
+            mixture_rows(th, &coeffs.a, &coeffs.b, &coeffs.c, coeffs.m, d, lq, g)
+        });
+}
+
+/// The per-particle coefficients of [`mixture_log_density`]'s expanded square: a_j = 1/σ_j²,
+/// b_j = μ_j/σ_j² (m×d each) and c_j (m), computed once per step.
+pub(crate) struct MixtureCoeffs {
+    a: Vec<f64>,
+    b: Vec<f64>,
+    c: Vec<f64>,
+    m: usize,
+    d: usize,
+}
+
+impl MixtureCoeffs {
+    /// The coefficients of the m Normal `particles` (m×2d).
+    pub(crate) fn new(particles: &Matrix) -> Self {
+        let m = particles.rows();
+        let d = particles.cols() / 2;
+        let mut a = vec![0.0; m * d];
+        let mut b = vec![0.0; m * d];
+        let mut c = vec![0.0; m];
+        // Three transcendental calls per coordinate and particle (≈ 8 ms serial at MNIST's
+        // m·d = 400K): blocks of coordinates run in parallel when there are many. The partial sums
+        // of c are collected in order and added sequentially, so c does not depend on the threads.
+        let block = if m * d >= COEFF_PAR_MIN {
+            4096
+        } else {
+            d.max(1)
+        };
+        let row_coeffs = |j: usize, aj: &mut [f64], bj: &mut [f64]| -> f64 {
+            let (loc, rho) = particles.row(j).split_at(d);
+            let fill = |(t, (ab, bb)): (usize, (&mut [f64], &mut [f64]))| {
+                let start = t * block;
+                let mut part = 0.0;
+                for (((av, bv), &l), &r) in ab
+                    .iter_mut()
+                    .zip(bb.iter_mut())
+                    .zip(&loc[start..])
+                    .zip(&rho[start..])
+                {
+                    let s = softplus(r);
+                    let inv = 1.0 / (s * s);
+                    *av = inv;
+                    *bv = l * inv;
+                    part -= 0.5 * l * l * inv + s.ln();
+                }
+                part
+            };
+            let parts: Vec<f64> = if block < d {
+                aj.par_chunks_mut(block)
+                    .zip(bj.par_chunks_mut(block))
+                    .enumerate()
+                    .map(fill)
+                    .collect()
+            } else {
+                aj.chunks_mut(block)
+                    .zip(bj.chunks_mut(block))
+                    .enumerate()
+                    .map(fill)
+                    .collect()
+            };
+            -0.5 * d as f64 * LN_2PI + parts.iter().sum::<f64>()
+        };
+        if block < d || d == 0 {
+            for (j, cj) in c.iter_mut().enumerate() {
+                let (aj, bj) = (&mut a[j * d..(j + 1) * d], &mut b[j * d..(j + 1) * d]);
+                *cj = row_coeffs(j, aj, bj);
+            }
+        } else {
+            // one block per particle: the particles' rows in parallel (each summed as above)
+            a.par_chunks_mut(d)
+                .zip(b.par_chunks_mut(d))
+                .zip(c.par_iter_mut())
+                .with_min_len(COEFF_PAR_ROW_MIN.div_ceil(d))
+                .enumerate()
+                .for_each(|(j, ((aj, bj), cj))| *cj = row_coeffs(j, aj, bj));
+        }
+        MixtureCoeffs { a, b, c, m, d }
+    }
+
+    /// log q_mix (`logq`, K) and ∇_θ log q_mix (`grad`, K×d) of the K draws `theta` (K×d) as
+    /// one chunk on the calling thread (keep K·d small: the chunk's temporaries are K×d).
+    pub(crate) fn rows(&self, theta: &[f64], logq: &mut [f64], grad: &mut [f64]) {
+        mixture_rows(theta, &self.a, &self.b, &self.c, self.m, self.d, logq, grad);
+    }
 }
 
 #[allow(clippy::too_many_arguments)]
@@ -102,11 +156,43 @@ fn mixture_rows(
     logq: &mut [f64],
     grad: &mut [f64],
 ) {
+    MIXTURE_SCRATCH.with(|sc| {
+        let mut sc = sc.borrow_mut();
+        let [sq, l, wa] = &mut *sc;
+        mixture_rows_in(theta, a, b, c, m, d, logq, grad, sq, l, wa);
+    });
+}
+
+thread_local! {
+    /// The K×d squares, K×m log densities and K×d products of [`mixture_rows`], kept per thread
+    /// between calls (≤ 32 K values each: no allocation or zeroing per chunk and step).
+    static MIXTURE_SCRATCH: RefCell<[Vec<f64>; 3]> = const {
+        RefCell::new([Vec::new(), Vec::new(), Vec::new()])
+    };
+}
+
+/// [`mixture_rows`] with its buffers; each is written in full before it is read.
+#[allow(clippy::too_many_arguments)]
+fn mixture_rows_in(
+    theta: &[f64],
+    a: &[f64],
+    b: &[f64],
+    c: &[f64],
+    m: usize,
+    d: usize,
+    logq: &mut [f64],
+    grad: &mut [f64],
+    sq: &mut Vec<f64>,
+    l: &mut Vec<f64>,
+    wa: &mut Vec<f64>,
+) {
     let k = logq.len();
-    let sq: Vec<f64> = theta.iter().map(|u| u * u).collect();
-    let mut l = vec![0.0; k * m];
-    gemm(&mut l, &sq, Op::N, a, Op::T, k, d, m, -0.5, false);
-    gemm(&mut l, theta, Op::N, b, Op::T, k, d, m, 1.0, true);
+    sq.clear();
+    sq.extend(theta.iter().map(|u| u * u));
+    l.resize(k * m, 0.0);
+    let l = &mut l[..k * m];
+    gemm(l, sq, Op::N, a, Op::T, k, d, m, -0.5, false);
+    gemm(l, theta, Op::N, b, Op::T, k, d, m, 1.0, true);
     let ln_m = (m as f64).ln();
     for (row, lq) in l.chunks_exact_mut(m).zip(logq.iter_mut()) {
         let mut mx = f64::NEG_INFINITY;
@@ -125,10 +211,11 @@ fn mixture_rows(
         *lq = mx + sum.ln() - ln_m;
     }
     // l now holds the responsibilities W (K×m).
-    let mut wa = vec![0.0; k * d];
-    gemm(&mut wa, &l, Op::N, a, Op::N, k, m, d, 1.0, false);
-    gemm(grad, &l, Op::N, b, Op::N, k, m, d, 1.0, false);
-    for ((g, u), w) in grad.iter_mut().zip(theta).zip(&wa) {
+    wa.resize(k * d, 0.0);
+    let wa = &mut wa[..k * d];
+    gemm(wa, l, Op::N, a, Op::N, k, m, d, 1.0, false);
+    gemm(grad, l, Op::N, b, Op::N, k, m, d, 1.0, false);
+    for ((g, u), w) in grad.iter_mut().zip(theta).zip(wa.iter()) {
         *g -= u * w;
     }
 }
@@ -149,6 +236,74 @@ pub fn pullback(psi: &[f64], eps: &[f64], delta: &[f64], out: &mut [f64]) {
     for c in 0..d {
         dloc[c] /= s_count;
         drho[c] *= sigmoid(rho[c]) / s_count;
+    }
+}
+
+/// Columns `c0 .. c0 + loc_out.len()` of [`pullback`] for the directions
+/// δ_s = τ·`grad`_s − `gradq`_s (S×d each), formed on the fly instead of stored: ∂/∂loc into
+/// `loc_out`, ∂/∂ρ into `rho_out` (same length). The same operations in the same order as
+/// `pullback` on the stored δ, so the result is bit-identical to it.
+#[allow(clippy::too_many_arguments)]
+pub(crate) fn pullback_cols(
+    psi: &[f64],
+    eps: &[f64],
+    grad: &[f64],
+    gradq: &[f64],
+    tau: f64,
+    c0: usize,
+    loc_out: &mut [f64],
+    rho_out: &mut [f64],
+) {
+    let d = psi.len() / 2;
+    let w = loc_out.len();
+    let s_count = (grad.len() / d.max(1)).max(1) as f64;
+    loc_out.fill(0.0);
+    rho_out.fill(0.0);
+    accumulate_directions(d, eps, grad, gradq, tau, c0, loc_out, rho_out);
+    finish_pullback(&psi[d + c0..d + c0 + w], s_count, loc_out, rho_out);
+}
+
+/// Adds Σ_s δ_s and Σ_s δ_s ⊙ ε_s over the rows s of `grad`, `gradq`, `eps` (S×d each,
+/// δ_s = τ·`grad`_s − `gradq`_s), columns `c0 .. c0 + loc_out.len()`, to `loc_out` and `rho_out`,
+/// the rows in order.
+#[allow(clippy::too_many_arguments)]
+pub(crate) fn accumulate_directions(
+    d: usize,
+    eps: &[f64],
+    grad: &[f64],
+    gradq: &[f64],
+    tau: f64,
+    c0: usize,
+    loc_out: &mut [f64],
+    rho_out: &mut [f64],
+) {
+    let cols = c0..c0 + loc_out.len();
+    for ((g, gq), e) in grad
+        .chunks_exact(d)
+        .zip(gradq.chunks_exact(d))
+        .zip(eps.chunks_exact(d))
+    {
+        let (g, gq, e) = (&g[cols.clone()], &gq[cols.clone()], &e[cols.clone()]);
+        for ((((dl, dr), &gv), &qv), &ev) in loc_out
+            .iter_mut()
+            .zip(rho_out.iter_mut())
+            .zip(g)
+            .zip(gq)
+            .zip(e)
+        {
+            let delta = tau * gv - qv;
+            *dl += delta;
+            *dr += delta * ev;
+        }
+    }
+}
+
+/// The last step of [`pullback`] on the sums of [`accumulate_directions`] over `s_count` draws:
+/// ∂/∂loc = sum/S, ∂/∂ρ = sum·sigmoid(ρ)/S (`rho` the particle's ρ of these columns).
+pub(crate) fn finish_pullback(rho: &[f64], s_count: f64, loc_out: &mut [f64], rho_out: &mut [f64]) {
+    for ((dl, dr), &r) in loc_out.iter_mut().zip(rho_out.iter_mut()).zip(rho) {
+        *dl /= s_count;
+        *dr *= sigmoid(r) / s_count;
     }
 }
 

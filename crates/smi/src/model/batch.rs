@@ -61,6 +61,24 @@ impl Batch {
         }
     }
 
+    /// The batch of draws `first .. first + count` alone (their per-draw rows; the same rows,
+    /// scale and Jacobian flag otherwise), for evaluating a block of draws on its own.
+    pub(crate) fn draws(&self, first: usize, count: usize) -> Batch {
+        let rows = match &self.rows {
+            Rows::All => Rows::All,
+            Rows::Shared(r) => Rows::Shared(r.clone()),
+            Rows::PerDraw { size, rows } => Rows::PerDraw {
+                size: *size,
+                rows: rows[first * size..(first + count) * size].to_vec(),
+            },
+        };
+        Batch {
+            rows,
+            scale: self.scale,
+            jacobian: self.jacobian,
+        }
+    }
+
     /// The rows draw `k` is evaluated on; `None` means all rows.
     pub fn rows_for_draw(&self, k: usize) -> Option<&[usize]> {
         match &self.rows {

@@ -4,7 +4,7 @@
 use rayon::prelude::*;
 
 use crate::error::{Error, Result};
-use crate::guide::GuideSettings;
+use crate::guide::{normal, GuideSettings};
 use crate::matrix::{try_resize, Matrix};
 use crate::model::Batch;
 use crate::model::LogDensity;
@@ -14,6 +14,10 @@ use super::shared::Shared;
 /// Values below which a parallel loop stays on the calling thread (no rayon dispatch for tiny
 /// steps such as SVGD's).
 const MIN_PAR_VALUES: usize = 1 << 15;
+
+/// Columns per parallel task of the pull-back (its S×width slices of ε, ∇log p and ∇log q
+/// stream through while the 2×width sums stay in L1).
+const PULLBACK_COLS: usize = 256;
 
 /// Reusable buffers for one step (sized on first use).
 #[derive(Default, Debug)]
@@ -86,10 +90,16 @@ pub(crate) fn elbo_gradients<M: LogDensity + ?Sized>(
         ..
     } = scratch;
     // Sizes from user settings (m, S): a failed allocation is an error, not an abort.
-    try_resize(theta, k * d, "the step's K×d draws")?;
     try_resize(logp, k, "the step's K log densities")?;
-    try_resize(grad, k * d, "the step's K×d gradients")?;
     try_resize(logq, k, "the step's K mixture densities")?;
+    if shared.is_none() && s >= 2 && matches!(guide, GuideSettings::Normal { .. }) {
+        // the common case, fused per block of draws (no K×d buffers of θ or gradients)
+        return super::fused::elbo_gradients_normal(
+            model, particles, eps, batch, tau, s, groups, logp, logq,
+        );
+    }
+    try_resize(theta, k * d, "the step's K×d draws")?;
+    try_resize(grad, k * d, "the step's K×d gradients")?;
     try_resize(gradq, k * dt, "the step's K×d mixture gradients")?;
     if let Some(sh) = &shared {
         try_resize(theta_stein, k * dt, "the step's K×d draws")?;
@@ -109,9 +119,9 @@ pub(crate) fn elbo_gradients<M: LogDensity + ?Sized>(
     let (theta, grad, grad_eta) = match &shared {
         Some(sh) => {
             let g_eta = sh.split.split_gradients(grad, tau, grad_stein);
-            (&theta_stein[..], &mut grad_stein[..], g_eta)
+            (&theta_stein[..], &grad_stein[..], g_eta)
         }
-        None => (&theta[..], &mut grad[..], Vec::new()),
+        None => (&theta[..], &grad[..], Vec::new()),
     };
     // A non-finite gradient propagates into ĝ and φ, which the step checks before updating.
     guide.mixture_log_density(particles, theta, logq, gradq);
@@ -120,23 +130,47 @@ pub(crate) fn elbo_gradients<M: LogDensity + ?Sized>(
         elbo += tau * lp - lq;
     }
     elbo /= k as f64;
-    for (g, gq) in grad.iter_mut().zip(gradq.iter()) {
-        *g = tau * *g - gq;
-    }
+    // δ = τ·∇log p − ∇log q_mix is formed inside the pull-back (no pass of its own), which runs
+    // in parallel over (particle, block of columns): every column's sums over the S draws keep
+    // their order, so ĝ does not depend on the blocks or the threads.
     let nd = guide.noise_dim(dt);
     let p = particles.cols();
+    let width = PULLBACK_COLS.min(dt).max(1);
     let mut ghats = Vec::with_capacity(groups);
     for g in 0..groups {
         let mut ghat = Matrix::try_zeros(m, p)?;
         let first = g * m * s;
-        ghat.as_mut_slice()
-            .par_chunks_mut(p)
-            .with_min_len(MIN_PAR_VALUES.div_ceil(s * dt))
-            .enumerate()
-            .for_each(|(i, row)| {
+        let mut tasks = Vec::with_capacity(m * dt.div_ceil(width));
+        for (i, row) in ghat.as_mut_slice().chunks_mut(p.max(1)).enumerate() {
+            let (mut loc, mut rho) = row.split_at_mut(dt.min(row.len()));
+            let mut c0 = 0;
+            while c0 < dt {
+                let w = width.min(dt - c0);
+                let (l, l_rest) = std::mem::take(&mut loc).split_at_mut(w);
+                let (r, r_rest) = std::mem::take(&mut rho).split_at_mut(w.min(rho.len()));
+                loc = l_rest;
+                rho = r_rest;
+                tasks.push((i, c0, l, r));
+                c0 += w;
+            }
+        }
+        tasks
+            .into_par_iter()
+            .with_min_len(MIN_PAR_VALUES.div_ceil(s * width))
+            .for_each(|(i, c0, l, r)| {
                 let blk = first + i * s;
-                let e = &eps[blk * nd..(blk + s) * nd];
-                guide.pullback(particles.row(i), e, &grad[blk * dt..(blk + s) * dt], row);
+                let rows = blk * dt..(blk + s) * dt;
+                guide.pullback_cols(
+                    particles.row(i),
+                    dt,
+                    &eps[blk * nd..(blk + s) * nd],
+                    &grad[rows.clone()],
+                    &gradq[rows],
+                    tau,
+                    c0,
+                    l,
+                    r,
+                );
             });
         ghats.push(ghat);
     }
@@ -159,6 +193,28 @@ fn sample(
     theta: &mut [f64],
 ) {
     let m = particles.rows();
+    if d == 0 || s == 0 {
+        return;
+    }
+    if let GuideSettings::Normal { .. } = guide {
+        // σ once per particle, then the draws in chunks of rows: finer than one task per
+        // particle (m = 5 blocks do not split evenly over the threads); the same arithmetic.
+        let sigma: Vec<Vec<f64>> = (0..m)
+            .into_par_iter()
+            .with_min_len(MIN_PAR_VALUES.div_ceil(16 * d))
+            .map(|i| normal::scales(particles.row(i)))
+            .collect();
+        theta
+            .par_chunks_mut(d)
+            .zip(eps.par_chunks(d))
+            .with_min_len(MIN_PAR_VALUES.div_ceil(d))
+            .enumerate()
+            .for_each(|(r, (t, e))| {
+                let i = (r / s) % m;
+                normal::draw_row(&particles.row(i)[..d], &sigma[i], e, t);
+            });
+        return;
+    }
     let nd = guide.noise_dim(d);
     theta
         .par_chunks_mut(s * d)

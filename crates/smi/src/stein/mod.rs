@@ -6,6 +6,7 @@
 //! (c = 1/m with paper normalisation, 1 with NumPyro's).
 
 pub(crate) mod force;
+mod fused;
 mod settings;
 mod shared;
 #[cfg(test)]
