@@ -14,6 +14,7 @@ use serde::Serialize;
 use smi::linalg::{gemm, Op};
 
 use smi_experiments::bench::{parse_method, parse_reuse, reuse_name, Case, Config, Model};
+use smi_models::Device;
 
 /// Options of `smi bench`.
 #[derive(clap::Args, Debug)]
@@ -53,6 +54,10 @@ pub struct Args {
     /// Rayon worker threads, at least 1 (default: one per core).
     #[arg(long)]
     pub threads: Option<usize>,
+    /// Where the model work runs: cpu, or cuda / cuda:N (SMI on the BNN configurations; needs
+    /// a build with `--features cuda`, an NVIDIA driver and a GPU; see docs/cuda.md).
+    #[arg(long, default_value = "cpu")]
+    pub device: String,
 }
 
 /// One benchmark line (the JSON object printed per measurement).
@@ -108,6 +113,8 @@ pub struct Record {
     pub threads: usize,
     /// 1-minute load average at the start of the measurement.
     pub load: Option<f64>,
+    /// Where the model work ran (`cpu`, `cuda`, `cuda:N`).
+    pub device: String,
 }
 
 /// Checks the numeric options before anything runs.
@@ -127,6 +134,8 @@ fn check_args(args: &Args) -> Result<()> {
     if args.repeat == 0 {
         bail!("--repeat must be at least 1");
     }
+    let device: Device = args.device.parse()?;
+    device.check_built()?;
     Ok(())
 }
 
@@ -216,7 +225,8 @@ pub fn run(args: &Args) -> Result<()> {
 fn measure(case: &Case, model: &Model, args: &Args, peak: f64) -> Result<Record> {
     let density = model.density();
     check_memory(case, density.dim())?;
-    let engine = case.engine(density)?;
+    let device: Device = args.device.parse()?;
+    let engine = case.engine_on(model, device)?;
     let mut state = engine.init()?;
     let order = case.config.shared_batch().map(|b| {
         let n = density.num_data();
@@ -296,6 +306,7 @@ fn measure(case: &Case, model: &Model, args: &Args, peak: f64) -> Result<Record>
         target: target.map(|t| t.0),
         threads: rayon::current_num_threads(),
         load,
+        device: device.to_string(),
     })
 }
 
@@ -414,6 +425,46 @@ mod tests {
         assert!(parse_reuse("both").is_err());
         assert_eq!(parse_reuse("per_pair").unwrap(), GradientReuse::PerPair);
         assert!(Case::new(Config::Boston, Method::Map, GradientReuse::PerPair, None).is_err());
+    }
+
+    #[test]
+    fn device_flag_is_checked_before_anything_runs() {
+        let args = |device: &str| Args {
+            config: Some("boston".into()),
+            method: Some("smi".into()),
+            steps: Some(1),
+            warmup: 0,
+            min_seconds: 0.0,
+            reuse: "shared".into(),
+            draws: None,
+            all: false,
+            markdown: false,
+            repeat: 1,
+            threads: None,
+            device: device.into(),
+        };
+        assert!(check_args(&args("cpu")).is_ok());
+        let e = check_args(&args("tpu")).unwrap_err().to_string();
+        assert!(e.contains("cuda:N"), "{e}");
+        // without the cuda feature the flag says how to get it; with it, the GPU is looked
+        // for only when the engine is built
+        match (check_args(&args("cuda")), Device::CUDA_BUILT) {
+            (Ok(()), true) => {}
+            (Err(e), false) => assert!(e.to_string().contains("--features cuda"), "{e}"),
+            (r, built) => panic!("--device cuda with the backend built = {built}: {r:?}"),
+        }
+        // a case without a GPU path is refused in words
+        let c = Case::new(Config::Mvn100, Method::Svgd, GradientReuse::Shared, None).unwrap();
+        let model = Config::Mvn100.build().unwrap();
+        let e = c
+            .engine_on(&model, Device::Cuda(0))
+            .err()
+            .unwrap()
+            .to_string();
+        assert!(
+            e.contains("--device cuda") || e.contains("--features cuda"),
+            "{e}"
+        );
     }
 
     #[test]

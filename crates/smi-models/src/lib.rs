@@ -7,9 +7,11 @@
 //! - [`BnnClassifier`]: an MLP with a softmax likelihood (the paper's MNIST networks,
 //!   [`BnnClassifier::mnist`]);
 //! - [`Mlp`]: the batched forward/backward pass they share, f32 or f64 inside
-//!   ([`Precision`]), with AVX2 kernels where the CPU has them.
+//!   ([`Precision`]), with AVX2 kernels where the CPU has them;
+//! - [`cuda`]: the [`Device`] choice and, with the `cuda` feature, the GPU backend of these
+//!   networks (docs/cuda.md).
 //!
-//! Modules are private; every type has one path, at this crate's root.
+//! Modules are private (but `cuda`); every type has one path, at this crate's root or in `cuda`.
 #![deny(missing_docs)]
 #![cfg_attr(
     not(test),
@@ -18,8 +20,10 @@
 
 mod bnn_classifier;
 mod bnn_regression;
+pub mod cuda;
 mod mlp;
 
 pub use bnn_classifier::BnnClassifier;
 pub use bnn_regression::{BnnRegression, Noise, RegressionPrediction};
+pub use cuda::Device;
 pub use mlp::{Activation, Head, Mlp, MlpFloat, Precision};

@@ -7,7 +7,7 @@ use rand::{Rng, SeedableRng};
 use rand_chacha::ChaCha8Rng;
 use smi::testing::{DiagNormal, Funnel};
 use smi::{Engine, GradientReuse, LogDensity, Matrix, Method, MethodSettings, OptimizerSettings};
-use smi_models::{Activation, BnnClassifier, BnnRegression, Mlp, Noise};
+use smi_models::{Activation, BnnClassifier, BnnRegression, Device, Mlp, Noise};
 
 /// Seed of every synthetic data set and of the engines.
 pub const SEED: u64 = 20_240_917;
@@ -412,6 +412,71 @@ impl Case {
     /// # Errors
     /// From the engine constructors.
     pub fn engine<'a>(&self, model: &'a dyn LogDensity) -> Result<Box<dyn Engine + 'a>> {
+        Ok(self.settings()?.build(model)?)
+    }
+
+    /// The engine of this case on `device`: [`Case::engine`] on the CPU; on a GPU the
+    /// [`smi_models::cuda`] engine (SMI with shared gradients on the BNN configurations; needs
+    /// the `cuda` feature).
+    ///
+    /// # Errors
+    /// From the engine constructors; a case without a GPU path; no CUDA backend in this build,
+    /// no driver or no such device (the message says which).
+    pub fn engine_on<'a>(&self, model: &'a Model, device: Device) -> Result<Box<dyn Engine + 'a>> {
+        match device {
+            Device::Cpu => self.engine(model.density()),
+            Device::Cuda(ordinal) => {
+                device.check_built()?;
+                if self.method != Method::Smi || self.reuse != GradientReuse::Shared {
+                    bail!(
+                        "--device cuda runs smi with --reuse shared (the GPU engine is SMI's); \
+                         run {} --reuse {} on the CPU",
+                        self.method.name(),
+                        reuse_name(self.reuse)
+                    );
+                }
+                self.cuda_engine(model, ordinal)
+            }
+        }
+    }
+
+    #[cfg(feature = "cuda")]
+    fn cuda_engine<'a>(&self, model: &'a Model, ordinal: usize) -> Result<Box<dyn Engine + 'a>> {
+        use smi_models::cuda::{CudaError, CudaSteinVi};
+        let MethodSettings::Stein(settings) = self.settings()? else {
+            bail!("internal: SMI without Stein settings");
+        };
+        // the CUDA error's own words, without the "model error" of smi::Error::Model
+        let plain = |e: smi::Error| match CudaError::of(&e) {
+            Some(c) => anyhow::anyhow!("{c}"),
+            None => e.into(),
+        };
+        Ok(match model {
+            Model::Regression(m) => {
+                Box::new(CudaSteinVi::regression(m, settings, ordinal).map_err(plain)?)
+            }
+            Model::Classifier(m) => {
+                Box::new(CudaSteinVi::classifier(m, settings, ordinal).map_err(plain)?)
+            }
+            _ => bail!(
+                "--device cuda runs the network configurations (wave, boston, mnist); {} has \
+                 no GPU model",
+                self.config.name()
+            ),
+        })
+    }
+
+    #[cfg(not(feature = "cuda"))]
+    fn cuda_engine<'a>(&self, _model: &'a Model, ordinal: usize) -> Result<Box<dyn Engine + 'a>> {
+        Device::Cuda(ordinal).check_built()?;
+        bail!("internal: a CUDA build without the cuda feature")
+    }
+
+    /// The method settings of this case (the benchmark's optimizer, m, S, batch and seed).
+    ///
+    /// # Errors
+    /// NUTS, which has no step to time.
+    pub fn settings(&self) -> Result<MethodSettings> {
         let batch = self.config.engine_batch();
         let mut settings = self
             .method
@@ -431,7 +496,7 @@ impl Case {
             MethodSettings::Svi(s) => s.num_elbo_particles = self.draws,
             MethodSettings::Nuts(_) => bail!("NUTS has no step to time"),
         }
-        Ok(settings.build(model)?)
+        Ok(settings)
     }
 
     /// NumPyro 0.22 (JAX CPU) ms per step on this machine class, from the benchmark issue.

@@ -1,0 +1,175 @@
+//! The device's random streams computed on the host: Philox4x32-10 normals and the Feistel
+//! row permutation of the kernels `sample_theta` and `sample_rows` (see `kernels.rs`).
+//!
+//! Counter-based, so value i of a stream costs the same anywhere: the device draws ε (K×d)
+//! and the mini-batch rows (K×b) itself, and nothing of that size crosses PCIe. The host
+//! versions let tests check the device streams and reproduce a step without a GPU.
+
+/// Philox4x32-10 of `counter` under `key` (Salmon, Moraes, Dror, Shaw 2011, the Random123
+/// reference parameters).
+pub fn philox4x32(counter: [u32; 4], key: [u32; 2]) -> [u32; 4] {
+    const M0: u32 = 0xD251_1F53;
+    const M1: u32 = 0xCD9E_8D57;
+    const W0: u32 = 0x9E37_79B9;
+    const W1: u32 = 0xBB67_AE85;
+    let [mut c0, mut c1, mut c2, mut c3] = counter;
+    let [mut k0, mut k1] = key;
+    for _ in 0..10 {
+        let p0 = u64::from(M0) * u64::from(c0);
+        let p1 = u64::from(M1) * u64::from(c2);
+        let (hi0, lo0) = ((p0 >> 32) as u32, p0 as u32);
+        let (hi1, lo1) = ((p1 >> 32) as u32, p1 as u32);
+        (c0, c1, c2, c3) = (hi1 ^ c1 ^ k0, lo1, hi0 ^ c3 ^ k1, lo0);
+        k0 = k0.wrapping_add(W0);
+        k1 = k1.wrapping_add(W1);
+    }
+    [c0, c1, c2, c3]
+}
+
+/// The Philox key of a 64-bit seed.
+fn key_of(seed: u64) -> [u32; 2] {
+    [seed as u32, (seed >> 32) as u32]
+}
+
+/// Standard normal number `i` of stream `stream` under `seed`, as the device's `normal_at`
+/// computes it (Box–Muller in `f64` on the lane pairs of counter (i/4, stream), rounded to
+/// `f32`; device and host libm may differ in the last bit of the `f64` before that rounding).
+pub fn normal_at(seed: u64, stream: u32, i: u64) -> f32 {
+    let block = i >> 2;
+    let r = philox4x32(
+        [block as u32, (block >> 32) as u32, stream, 0],
+        key_of(seed),
+    );
+    let lane = (i & 3) as usize;
+    let (a, b) = if lane < 2 { (r[0], r[1]) } else { (r[2], r[3]) };
+    let u1 = (f64::from(a) + 0.5) * 2.328_306_436_538_696_3e-10;
+    let u2 = (f64::from(b) + 0.5) * 2.328_306_436_538_696_3e-10;
+    let rad = (-2.0 * u1.ln()).sqrt();
+    let angle = std::f64::consts::TAU * u2;
+    let z = if lane & 1 == 1 {
+        rad * angle.sin()
+    } else {
+        rad * angle.cos()
+    };
+    z as f32
+}
+
+/// Half the bit width of the Feistel domain for n rows: the smallest h with 2^(2h) ≥ n
+/// (at least 1).
+pub fn feistel_half_bits(n: u32) -> u32 {
+    let bits = 32 - n.saturating_sub(1).leading_zeros();
+    bits.div_ceil(2).max(1)
+}
+
+/// murmur3's 32-bit finaliser.
+fn fmix32(mut h: u32) -> u32 {
+    h ^= h >> 16;
+    h = h.wrapping_mul(0x85EB_CA6B);
+    h ^= h >> 13;
+    h = h.wrapping_mul(0xC2B2_AE35);
+    h ^ (h >> 16)
+}
+
+/// Position `i` of the pseudo-random permutation of `0..n` keyed by `key` (n ≥ 2, i < n):
+/// a 4-round Feistel network on 2·`half` bits, cycle-walking until the value is below n.
+fn feistel_perm(i: u32, n: u32, half: u32, key: [u32; 4]) -> u32 {
+    let mask = (1u32 << half) - 1;
+    let mut x = i;
+    loop {
+        let (mut l, mut r) = (x >> half, x & mask);
+        for k in key {
+            let f = fmix32(r ^ k) & mask;
+            (l, r) = (r, l ^ f);
+        }
+        x = (l << half) | r;
+        if x < n {
+            return x;
+        }
+    }
+}
+
+/// The rows of draw `k` of the device's `sample_rows` (b distinct rows of `0..n`, n ≥ 2,
+/// b ≤ n): the first b positions of a permutation keyed by Philox(counter (k, 0, 1, 0), seed).
+pub fn draw_rows(seed: u64, k: u32, b: u32, n: u32) -> Vec<u32> {
+    let key = philox4x32([k, 0, 1, 0], key_of(seed));
+    let half = feistel_half_bits(n);
+    (0..b).map(|i| feistel_perm(i, n, half, key)).collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn philox_matches_the_random123_known_answers() {
+        // kat_vectors of Random123 1.09 for philox4x32_10
+        assert_eq!(
+            philox4x32([0, 0, 0, 0], [0, 0]),
+            [0x6627_e8d5, 0xe169_c58d, 0xbc57_ac4c, 0x9b00_dbd8]
+        );
+        assert_eq!(
+            philox4x32([u32::MAX; 4], [u32::MAX; 2]),
+            [0x408f_276d, 0x41c8_3b0e, 0xa20b_c7c6, 0x6d54_51fd]
+        );
+        assert_eq!(
+            philox4x32(
+                [0x243f_6a88, 0x85a3_08d3, 0x1319_8a2e, 0x0370_7344],
+                [0xa409_3822, 0x299f_31d0]
+            ),
+            [0xd16c_fe09, 0x94fd_cceb, 0x5001_e420, 0x2412_6ea1]
+        );
+    }
+
+    #[test]
+    fn normals_have_unit_moments() {
+        let n = 200_000u64;
+        let (mut s1, mut s2, mut s4) = (0.0f64, 0.0f64, 0.0f64);
+        for i in 0..n {
+            let z = f64::from(normal_at(7, 0, i));
+            s1 += z;
+            s2 += z * z;
+            s4 += z.powi(4);
+        }
+        let nf = n as f64;
+        // SE of the mean 1/√n = 0.0022, of E z² √2/√n = 0.0032, of E z⁴ √96/√n = 0.022;
+        // bounds of 5 SE
+        assert!((s1 / nf).abs() < 0.012, "mean {}", s1 / nf);
+        assert!((s2 / nf - 1.0).abs() < 0.016, "E z² {}", s2 / nf);
+        assert!((s4 / nf - 3.0).abs() < 0.11, "E z⁴ {}", s4 / nf);
+        // another stream or seed gives other numbers
+        assert_ne!(normal_at(7, 0, 5), normal_at(7, 1, 5));
+        assert_ne!(normal_at(7, 0, 5), normal_at(8, 0, 5));
+    }
+
+    #[test]
+    fn rows_are_distinct_in_range_and_cover_the_data() {
+        assert_eq!(feistel_half_bits(2), 1);
+        assert_eq!(feistel_half_bits(4), 1);
+        assert_eq!(feistel_half_bits(5), 2);
+        assert_eq!(feistel_half_bits(455), 5);
+        for n in [2u32, 3, 455, 1000, 60_000] {
+            let b = n.min(100);
+            let mut counts = vec![0u32; n as usize];
+            for k in 0..200 {
+                let mut r = draw_rows(11, k, b, n);
+                assert!(r.iter().all(|&v| v < n));
+                r.sort_unstable();
+                r.dedup();
+                assert_eq!(r.len() as u32, b, "n = {n}: rows repeat within a draw");
+                r.iter().for_each(|&v| counts[v as usize] += 1);
+            }
+            // every row is used at the expected rate 200·b/n; for n = 455 check the spread:
+            // counts ~ Binomial(200, 100/455), sd 5.9 around 44: none beyond 7 sd
+            if n == 455 {
+                let want = 200.0 * f64::from(b) / f64::from(n);
+                assert!(counts
+                    .iter()
+                    .all(|&c| (f64::from(c) - want).abs() < 7.0 * 5.9));
+            }
+        }
+        // a whole permutation when b = n
+        let mut all = draw_rows(3, 0, 455, 455);
+        all.sort_unstable();
+        assert_eq!(all, (0..455).collect::<Vec<_>>());
+    }
+}

@@ -1,0 +1,400 @@
+//! `CudaStep`: the per-particle ELBO gradients ĝ of one SMI step on the device, for the Normal
+//! guide and a built-in BNN (docs/algorithms.md §2.2).
+//!
+//! In: the m×p particles (copied to the device as `f32`) and two seeds. On the device: ε
+//! (K×d, Philox) and the mini-batch rows (K×b, a keyed permutation per draw), θ = loc + σ⊙ε,
+//! the network's log density and gradient for all K = m·S draws, the mixture density
+//! log q_mix(θ_k) with its responsibilities, and the pull-back of τ∇log p − ∇log q_mix to the
+//! particles. Out: ĝ (m×p, `f64`) and the K values of log p and log q_mix. Nothing of size
+//! K×d or K×b crosses PCIe.
+
+use cudarc::driver::{CudaSlice, LaunchConfig, PushKernelArg};
+use smi::{Error, Matrix, Result};
+
+use super::context::{grid, int, Gpu, Kernel};
+use super::error::{CallContext, CudaError};
+use super::kernels::REDUCE_BLOCK;
+use super::net::{upload_indices, zeros, Net, RowLayout};
+use super::philox::feistel_half_bits;
+use crate::{BnnClassifier, BnnRegression};
+
+/// Which data rows the draws of a step are evaluated on.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum StepRows<'a> {
+    /// A separate mini-batch of `size` rows for every draw, drawn on the device from `seed`
+    /// (the UCI setting; the full data when `size` ≥ N). Regression only.
+    Sample {
+        /// The key of the rows' permutations.
+        seed: u64,
+        /// b, rows per draw.
+        size: usize,
+    },
+    /// The same rows for every draw, scale N/len (MNIST's epoch batches).
+    Shared(&'a [usize]),
+    /// Every row, scale 1.
+    All,
+}
+
+/// What [`CudaStep::run`] returns.
+#[derive(Clone, Debug, PartialEq)]
+pub struct StepOutput {
+    /// ĝ, m×p: row i is (1/S) Σ_s (∂θ_s/∂ψ_i)ᵀ [τ∇log p(θ_s) − ∇log q_mix(θ_s)].
+    pub ghat: Matrix,
+    /// log p of the K = m·S draws (draw i·S + s is draw s of particle i).
+    pub logp: Vec<f64>,
+    /// log q_mix of the K draws.
+    pub logq: Vec<f64>,
+}
+
+/// Device buffers of a step of m particles and K draws.
+struct Buffers {
+    m: usize,
+    k: usize,
+    parts: CudaSlice<f32>,
+    sigma: CudaSlice<f32>,
+    inv_var: CudaSlice<f32>,
+    log_sigma: CudaSlice<f32>,
+    eps: CudaSlice<f32>,
+    theta: CudaSlice<f32>,
+    grad: CudaSlice<f32>,
+    logp: CudaSlice<f64>,
+    logq: CudaSlice<f64>,
+    comp: CudaSlice<f64>,
+    resp: CudaSlice<f32>,
+    ghat: CudaSlice<f64>,
+}
+
+/// The rows buffer and what it holds (so the full-data rows are uploaded once).
+struct RowBuffer {
+    rows: CudaSlice<i32>,
+    /// `Some(k)`: every row, replicated for k draws (or once for a shared layout).
+    all_for: Option<usize>,
+}
+
+/// The device side of an SMI step on a built-in BNN; see the module documentation.
+pub struct CudaStep {
+    gpu: Gpu,
+    net: Net,
+    buffers: Option<Buffers>,
+    rows: Option<RowBuffer>,
+}
+
+impl std::fmt::Debug for CudaStep {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("CudaStep")
+            .field("gpu", &self.gpu)
+            .field("dim", &self.net.dim())
+            .finish()
+    }
+}
+
+impl CudaStep {
+    /// The step of `model` on device `ordinal` (its data copied there once).
+    ///
+    /// # Errors
+    /// From [`Gpu::new`]; [`CudaError::Call`] when the copies fail.
+    pub fn regression(ordinal: usize, model: &BnnRegression) -> Result<Self> {
+        let gpu = Gpu::new(ordinal)?;
+        let net = Net::regression(&gpu, model)?;
+        Ok(CudaStep::with(gpu, net))
+    }
+
+    /// The step of `model` on device `ordinal` (its data copied there once).
+    ///
+    /// # Errors
+    /// As [`CudaStep::regression`].
+    pub fn classifier(ordinal: usize, model: &BnnClassifier) -> Result<Self> {
+        let gpu = Gpu::new(ordinal)?;
+        let net = Net::classifier(&gpu, model)?;
+        Ok(CudaStep::with(gpu, net))
+    }
+
+    fn with(gpu: Gpu, net: Net) -> Self {
+        CudaStep {
+            gpu,
+            net,
+            buffers: None,
+            rows: None,
+        }
+    }
+
+    /// The GPU.
+    pub fn gpu(&self) -> &Gpu {
+        &self.gpu
+    }
+
+    /// ĝ, log p and log q_mix of one step: `particles` (m×2d, Normal guide ψ = [loc | ρ]),
+    /// S = `draws` draws per particle from noise stream `noise_seed`, on `rows`, with the
+    /// log-Jacobian when `jacobian` and the likelihood tempered by `tau`. Waits for the GPU.
+    ///
+    /// # Errors
+    /// [`Error::Shape`] for particles that are not m×2d; [`Error::Data`] for a row index out
+    /// of range; [`CudaError::Unsupported`] for per-draw batches on the classifier;
+    /// [`CudaError::Call`] for a failed launch, copy or allocation.
+    pub fn run(
+        &mut self,
+        particles: &Matrix,
+        draws: usize,
+        noise_seed: u64,
+        rows: StepRows<'_>,
+        jacobian: bool,
+        tau: f64,
+    ) -> Result<StepOutput> {
+        let d = self.net.dim();
+        if particles.cols() != 2 * d || particles.rows() == 0 {
+            return Err(Error::shape(
+                "CudaStep particles (Normal guide: loc | ρ)",
+                format!("m×{}", 2 * d),
+                format!("{}×{}", particles.rows(), particles.cols()),
+            ));
+        }
+        if draws == 0 {
+            return Err(Error::invalid("num_elbo_particles", "must be at least 1"));
+        }
+        let m = particles.rows();
+        let k = m * draws;
+        self.buffers(m, k)?;
+        let (n, scale) = self.rows(k, rows)?;
+        let (gpu, net) = (&self.gpu, &mut self.net);
+        let (Some(b), Some(rb)) = (self.buffers.as_mut(), self.rows.as_ref()) else {
+            return Err(CudaError::Unsupported("internal: no step buffers".into()).into());
+        };
+        let host: Vec<f32> = particles.as_slice().iter().map(|&v| v as f32).collect();
+        gpu.stream()
+            .memcpy_htod(&host, &mut b.parts)
+            .ctx("copying the particles to the GPU")?;
+        let (mm, dd, kk, ss) = (int(m, "m")?, int(d, "d")?, int(k, "K")?, int(draws, "S")?);
+        let mut l = gpu.launch(Kernel::GuideCoeffs);
+        l.arg(&b.parts)
+            .arg(&mm)
+            .arg(&dd)
+            .arg(&mut b.sigma)
+            .arg(&mut b.inv_var)
+            .arg(&mut b.log_sigma);
+        // SAFETY: parts holds m×2d values, the outputs m×d.
+        unsafe { l.launch(grid(m * d)?) }.ctx("guide_coeffs")?;
+        let mut l = gpu.launch(Kernel::SampleTheta);
+        l.arg(&noise_seed)
+            .arg(&b.parts)
+            .arg(&b.sigma)
+            .arg(&kk)
+            .arg(&ss)
+            .arg(&dd)
+            .arg(&mut b.eps)
+            .arg(&mut b.theta);
+        // SAFETY: eps and theta hold K×d values; draw k reads particle k / S < m.
+        unsafe { l.launch(grid(k * d)?) }.ctx("sample_theta")?;
+        net.log_density_and_grad(
+            gpu,
+            &b.theta,
+            k,
+            &rb.rows,
+            n,
+            scale,
+            jacobian,
+            &mut b.grad,
+            &mut b.logp,
+        )?;
+        let cfg = LaunchConfig {
+            grid_dim: (
+                u32::try_from(kk).unwrap_or(1),
+                u32::try_from(mm).unwrap_or(1),
+                1,
+            ),
+            block_dim: (REDUCE_BLOCK, 1, 1),
+            shared_mem_bytes: REDUCE_BLOCK * 8,
+        };
+        let mut l = gpu.launch(Kernel::MixComponents);
+        l.arg(&b.theta)
+            .arg(&b.parts)
+            .arg(&b.inv_var)
+            .arg(&b.log_sigma)
+            .arg(&mm)
+            .arg(&dd)
+            .arg(&mut b.comp);
+        // SAFETY: one block per (draw, particle) over d coordinates; comp holds K×m values.
+        unsafe { l.launch(cfg) }.ctx("mix_components")?;
+        let mut l = gpu.launch(Kernel::MixResponsibilities);
+        l.arg(&b.comp)
+            .arg(&kk)
+            .arg(&mm)
+            .arg(&mut b.logq)
+            .arg(&mut b.resp);
+        // SAFETY: one thread per draw over its m components.
+        unsafe { l.launch(grid(k)?) }.ctx("mix_responsibilities")?;
+        let mut l = gpu.launch(Kernel::Pullback);
+        l.arg(&b.theta)
+            .arg(&b.eps)
+            .arg(&b.grad)
+            .arg(&b.resp)
+            .arg(&b.parts)
+            .arg(&b.inv_var)
+            .arg(&mm)
+            .arg(&ss)
+            .arg(&dd)
+            .arg(&tau)
+            .arg(&mut b.ghat);
+        // SAFETY: one thread per (particle, coordinate); ghat holds m×2d values.
+        unsafe { l.launch(grid(m * d)?) }.ctx("pullback")?;
+        let mut ghat = vec![0.0; m * 2 * d];
+        let mut logp = vec![0.0; k];
+        let mut logq = vec![0.0; k];
+        let stream = gpu.stream();
+        stream
+            .memcpy_dtoh(&b.ghat, &mut ghat)
+            .ctx("copying ĝ from the GPU")?;
+        stream
+            .memcpy_dtoh(&b.logp.slice(..k), &mut logp)
+            .ctx("copying log p from the GPU")?;
+        stream
+            .memcpy_dtoh(&b.logq.slice(..k), &mut logq)
+            .ctx("copying log q from the GPU")?;
+        gpu.synchronize()?;
+        Ok(StepOutput {
+            ghat: Matrix::from_vec(m, 2 * d, ghat)?,
+            logp,
+            logq,
+        })
+    }
+
+    /// The noise ε (K×d) of the last [`CudaStep::run`] (for tests and diagnostics: a K×d copy).
+    ///
+    /// # Errors
+    /// [`CudaError::Unsupported`] before the first run; [`CudaError::Call`] if the copy fails.
+    pub fn last_noise(&self) -> Result<Vec<f32>> {
+        let Some(b) = self.buffers.as_ref() else {
+            return Err(CudaError::Unsupported("no step has run yet".into()).into());
+        };
+        self.gpu
+            .stream()
+            .clone_dtoh(&b.eps)
+            .ctx("copying ε from the GPU")
+    }
+
+    /// The row indices of the last [`CudaStep::run`]: K×b for per-draw batches, the shared
+    /// rows otherwise (for tests and diagnostics).
+    ///
+    /// # Errors
+    /// As [`CudaStep::last_noise`].
+    pub fn last_rows(&self) -> Result<Vec<usize>> {
+        let Some(r) = self.rows.as_ref() else {
+            return Err(CudaError::Unsupported("no step has run yet".into()).into());
+        };
+        let v = self
+            .gpu
+            .stream()
+            .clone_dtoh(&r.rows)
+            .ctx("copying the rows from the GPU")?;
+        Ok(v.into_iter()
+            .map(|i| usize::try_from(i).unwrap_or(0))
+            .collect())
+    }
+
+    fn buffers(&mut self, m: usize, k: usize) -> Result<()> {
+        if self.buffers.as_ref().is_some_and(|b| b.m == m && b.k == k) {
+            return Ok(());
+        }
+        self.buffers = None;
+        let (g, d) = (&self.gpu, self.net.dim());
+        self.buffers = Some(Buffers {
+            m,
+            k,
+            parts: zeros(g, m * 2 * d, "the particles")?,
+            sigma: zeros(g, m * d, "the guide scales")?,
+            inv_var: zeros(g, m * d, "the guide precisions")?,
+            log_sigma: zeros(g, m * d, "the guide log-scales")?,
+            eps: zeros(g, k * d, "the noise")?,
+            theta: zeros(g, k * d, "the draws")?,
+            grad: zeros(g, k * d, "the gradients")?,
+            logp: zeros(g, k, "the log densities")?,
+            logq: zeros(g, k, "the mixture densities")?,
+            comp: zeros(g, k * m, "the mixture components")?,
+            resp: zeros(g, k * m, "the responsibilities")?,
+            ghat: zeros(g, m * 2 * d, "ĝ")?,
+        });
+        Ok(())
+    }
+
+    /// Fills the rows buffer for K draws; returns (rows per draw, likelihood scale).
+    fn rows(&mut self, k: usize, rows: StepRows<'_>) -> Result<(usize, f64)> {
+        let big_n = self.net.num_data();
+        let layout = self.net.row_layout();
+        let rows = match rows {
+            StepRows::Sample { size, .. } if size >= big_n => StepRows::All,
+            StepRows::Sample { size: 0, .. } => {
+                return Err(Error::invalid("batch_size", "must be at least 1"))
+            }
+            r => r,
+        };
+        match rows {
+            StepRows::Sample { seed, size } => {
+                if layout == RowLayout::Shared {
+                    return Err(CudaError::Unsupported(
+                        "per-draw mini-batches on the classifier (pass shared rows, as the \
+                         MNIST runs do)"
+                            .into(),
+                    )
+                    .into());
+                }
+                let len = k * size;
+                if self
+                    .rows
+                    .as_ref()
+                    .is_none_or(|r| r.rows.len() < len || r.all_for.is_some())
+                {
+                    self.rows = Some(RowBuffer {
+                        rows: zeros(&self.gpu, len, "the batch rows")?,
+                        all_for: None,
+                    });
+                }
+                let Some(rb) = self.rows.as_mut() else {
+                    return Err(CudaError::Unsupported("internal: no rows buffer".into()).into());
+                };
+                let (kk, bb, nn) = (int(k, "K")?, int(size, "b")?, int(big_n, "N")?);
+                let half = int(feistel_half_bits(nn.unsigned_abs()) as usize, "bits")?;
+                let mut l = self.gpu.launch(Kernel::SampleRows);
+                l.arg(&seed)
+                    .arg(&kk)
+                    .arg(&bb)
+                    .arg(&nn)
+                    .arg(&half)
+                    .arg(&mut rb.rows);
+                // SAFETY: rows holds at least K×b values; 2 ≤ b < N here.
+                unsafe { l.launch(grid(len)?) }.ctx("sample_rows")?;
+                Ok((size, big_n as f64 / size as f64))
+            }
+            StepRows::Shared(r) => {
+                if let Some(&bad) = r.iter().find(|&&i| i >= big_n) {
+                    return Err(Error::Data(format!(
+                        "batch row {bad} is out of range: the model has {big_n} rows"
+                    )));
+                }
+                let host: Vec<usize> = match layout {
+                    RowLayout::Shared => r.to_vec(),
+                    RowLayout::PerDraw => r.iter().copied().cycle().take(k * r.len()).collect(),
+                };
+                let rows = upload_indices(&self.gpu, &host, "the batch rows")?;
+                self.rows = Some(RowBuffer {
+                    rows,
+                    all_for: None,
+                });
+                Ok((r.len(), big_n as f64 / r.len().max(1) as f64))
+            }
+            StepRows::All => {
+                let key = match layout {
+                    RowLayout::Shared => 1,
+                    RowLayout::PerDraw => k,
+                };
+                if self.rows.as_ref().is_none_or(|r| r.all_for != Some(key)) {
+                    let host: Vec<usize> = (0..key).flat_map(|_| 0..big_n).collect();
+                    let rows = upload_indices(&self.gpu, &host, "the batch rows")?;
+                    self.rows = Some(RowBuffer {
+                        rows,
+                        all_for: Some(key),
+                    });
+                }
+                Ok((big_n, 1.0))
+            }
+        }
+    }
+}
