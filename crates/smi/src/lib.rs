@@ -88,9 +88,9 @@ mod svi;
 pub mod testing;
 
 pub use engine::{
-    run, ConvergenceSettings, ConvergenceState, EarlyStopSettings, EarlyStopState, Engine,
-    EpochEnd, Epochs, LossTrace, NoObserver, NonFinitePolicy, ObjectiveWindows, Observer, Progress,
-    RowSource, RunResult, RunSettings, State, StepInfo, Termination, CHECKPOINT_FORMAT,
+    apply_ascent, run, ConvergenceSettings, ConvergenceState, EarlyStopSettings, EarlyStopState,
+    Engine, EpochEnd, Epochs, LossTrace, NoObserver, NonFinitePolicy, ObjectiveWindows, Observer,
+    Progress, RowSource, RunResult, RunSettings, State, StepInfo, Termination, CHECKPOINT_FORMAT,
 };
 pub use error::{Error, Result};
 pub use guide::{GuideSettings, Init};

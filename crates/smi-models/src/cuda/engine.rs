@@ -11,8 +11,8 @@ use std::sync::Mutex;
 use smi::kernel::Kernel;
 use smi::rand::Rng;
 use smi::{
-    AttractionNorm, Engine, Error, GradientReuse, GuideSettings, Layout, LogDensity, LrDecay,
-    Mixture, NonFinitePolicy, OptimizerSettings, Result, State, SteinSettings, SteinVi, StepInfo,
+    AttractionNorm, Engine, Error, GradientReuse, GuideSettings, Layout, LogDensity, Mixture,
+    Result, State, SteinSettings, SteinVi, StepInfo,
 };
 
 use super::error::CudaError;
@@ -21,7 +21,7 @@ use crate::{BnnClassifier, BnnRegression};
 
 /// The SMI engine of [`SteinSettings`] with the model work on a GPU; see the module
 /// documentation. Supports the Normal guide, shared gradients, no shared parameters and every
-/// learning-rate schedule but reduce-on-plateau.
+/// learning-rate schedule.
 pub struct CudaSteinVi<'a> {
     cpu: SteinVi<'a, dyn LogDensity + 'a>,
     step: Mutex<CudaStep>,
@@ -144,52 +144,10 @@ fn supported(settings: &SteinSettings) -> Result<()> {
         "per-pair gradient reuse (use gradient_reuse = shared)"
     } else if !settings.shared.is_empty() {
         "shared (non-mixture) parameters"
-    } else if matches!(settings.optimizer.schedule().decay, LrDecay::Plateau(_)) {
-        "a reduce-on-plateau learning rate (its state is updated by the core engines only)"
     } else {
         return Ok(());
     };
     Err(CudaError::Unsupported(why.into()).into())
-}
-
-/// The tail of a step, as the core engines end theirs: count the step, then move the particles
-/// along the ascent direction at the scheduled rate, or skip a recoverable non-finite step.
-fn ascent(
-    state: &mut State,
-    optimizer: &OptimizerSettings,
-    policy: NonFinitePolicy,
-    result: Result<(Vec<f64>, f64, f64)>,
-) -> Result<StepInfo> {
-    let result = result.and_then(|r| {
-        if r.0.iter().all(|v| v.is_finite()) && r.2.is_finite() {
-            Ok(r)
-        } else {
-            Err(Error::non_finite(format!(
-                "update direction at step {}",
-                state.step
-            )))
-        }
-    });
-    let t = state.step;
-    state.step = state.step.saturating_add(1);
-    match result {
-        Ok((mut direction, loss, elbo)) => {
-            direction.iter_mut().for_each(|v| *v = -*v);
-            let lr = optimizer.lr_at(t, &state.lr_schedule);
-            state.optimizer.step_with_lr(
-                optimizer,
-                lr,
-                state.particles.as_mut_slice(),
-                &direction,
-            )?;
-            Ok(StepInfo::new(loss, elbo, false))
-        }
-        Err(e) if e.is_recoverable() && policy == NonFinitePolicy::Skip => {
-            state.skipped_steps = state.skipped_steps.saturating_add(1);
-            Ok(StepInfo::new(f64::NAN, f64::NAN, true))
-        }
-        Err(e) => Err(e),
-    }
 }
 
 impl Engine for CudaSteinVi<'_> {
@@ -239,7 +197,7 @@ impl Engine for CudaSteinVi<'_> {
             )
         };
         let result = out.and_then(|o| self.force(state, o, tau));
-        ascent(state, &st.optimizer, st.on_non_finite, result)
+        smi::apply_ascent(state, &st.optimizer, st.on_non_finite, result)
     }
 
     fn posterior(&self, state: &State) -> Mixture {

@@ -269,7 +269,13 @@ pub(crate) use particle_engine_methods;
 /// under [`NonFinitePolicy::Skip`], leaves them unchanged and counts the skip.
 ///
 /// `result` holds the ascent direction (flattened particles' length), the loss and the ELBO.
-pub(crate) fn apply_ascent(
+/// Public so that an engine built outside this crate over its public pieces (the CUDA engine
+/// of `smi-models`) ends its steps exactly as the built-in engines do.
+///
+/// # Errors
+/// The optimizer's shape error, or `result`'s error (or a non-finite direction or ELBO) unless
+/// it is recoverable and `policy` is [`NonFinitePolicy::Skip`].
+pub fn apply_ascent(
     state: &mut State,
     optimizer: &crate::OptimizerSettings,
     policy: NonFinitePolicy,
