@@ -95,7 +95,7 @@ def bnn_fit(
     target: str = "y",
     *,
     method: str = "smi",
-    hidden: list[int] = ...,
+    hidden: list[int] | None = None,
     particles: int = 5,
     elbo_draws: int = 10,
     lr: float | None = None,
@@ -104,4 +104,6 @@ def bnn_fit(
     validation: float | None = None,
     seed: int = 0,
     n_jobs: int | None = None,
+    temperature: float | None = None,
+    prior_scale: float = 1.0,
 ) -> BnnModel: ...

@@ -1,14 +1,17 @@
 """scikit-learn estimators over smi's built-in Bayesian neural networks.
 
 ``BNNRegressor`` and ``BNNClassifier`` fit the networks of ``smi fit`` (docs/algorithms.md §7.3:
-N(0, 1) priors on every weight; regression with a learned Gamma(1, 0.1) noise precision on
-standardised targets, classification by softmax) through the same Rust pipeline, so a fitted
-estimator *is* a ``.smi`` model file: ``save(path)`` writes the file that ``smi predict --model``
-reads, ``load(path)`` reads the file that ``smi fit --save`` writes, and pickles hold its bytes::
+N(0, s²) priors on every weight, s = ``prior_scale``; regression with a learned Gamma(1, 0.1)
+noise precision on standardised targets, classification by softmax) with the same defaults
+(a network sized to the data, ``hidden="auto"``; SMI's tempered likelihood, T = 0.3 for
+regression and 0.2 for classification: docs/calibration.md) through the same Rust pipeline,
+so a fitted estimator *is* a ``.smi`` model file: ``save(path)`` writes the file that ``smi
+predict --model`` reads, ``load(path)`` reads the file that ``smi fit --save`` writes, and
+pickles hold its bytes::
 
     from smi import BNNRegressor
 
-    est = BNNRegressor(hidden=(50, 50), lr="auto").fit(X_train, y_train)
+    est = BNNRegressor().fit(X_train, y_train)
     mean, std = est.predict(X_test, return_std=True)
     lower, upper = est.predict_interval(X_test, coverage=0.9)
 """
@@ -52,7 +55,7 @@ class _BNN(BaseEstimator):
 
     def __init__(
         self,
-        hidden: tuple[int, ...] = (50, 50),
+        hidden: tuple[int, ...] | str = "auto",
         method: str = "smi",
         n_particles: int = 5,
         elbo_draws: int = 10,
@@ -63,6 +66,8 @@ class _BNN(BaseEstimator):
         random_state: Any = 0,
         n_jobs: int | None = None,
         n_draws: int = 1000,
+        temperature: float | None = None,
+        prior_scale: float = 1.0,
     ) -> None:
         self.hidden = hidden
         self.method = method
@@ -75,14 +80,23 @@ class _BNN(BaseEstimator):
         self.random_state = random_state
         self.n_jobs = n_jobs
         self.n_draws = n_draws
+        self.temperature = temperature
+        self.prior_scale = prior_scale
 
-    def _check_params(self) -> tuple[list[int], float | None]:
+    def _check_params(self) -> tuple[list[int] | None, float | None]:
         if self.method not in METHODS:
             raise ValueError(f"method={self.method!r}; valid methods: {', '.join(METHODS)}")
-        hidden = [self.hidden] if isinstance(self.hidden, (int, np.integer)) else self.hidden
-        hidden = list(hidden)
-        if not hidden or any(int(h) != h or h < 1 for h in hidden):
-            raise ValueError(f"hidden={self.hidden!r}: give positive layer widths, e.g. (50, 50)")
+        hidden = self._hidden()
+        for name in ("temperature", "prior_scale"):
+            v = getattr(self, name)
+            if (v is not None or name == "prior_scale") and not (
+                isinstance(v, (int, float, np.integer, np.floating))
+                and not isinstance(v, bool)
+                and v > 0
+                and np.isfinite(v)
+            ):
+                none = " or None" if name == "temperature" else ""
+                raise ValueError(f"{name}={v!r} must be a positive number{none}")
         for name in ("n_particles", "elbo_draws", "batch_size"):
             v = getattr(self, name)
             if int(v) != v or v < 1:
@@ -106,7 +120,23 @@ class _BNN(BaseEstimator):
                 raise ValueError(f"lr={self.lr!r}: a positive number or 'auto'")
         if self.n_jobs is not None and self.n_jobs < 1:
             raise ValueError(f"n_jobs={self.n_jobs!r} must be a positive integer or None")
-        return [int(h) for h in hidden], lr
+        return hidden, lr
+
+    def _hidden(self) -> list[int] | None:
+        """The hidden widths of ``hidden``; ``None`` for ``"auto"``."""
+        if isinstance(self.hidden, str):
+            if self.hidden != "auto":
+                raise ValueError(
+                    f"hidden={self.hidden!r}: give 'auto' or positive layer widths, e.g. (50, 50)"
+                )
+            return None
+        hidden = [self.hidden] if isinstance(self.hidden, (int, np.integer)) else self.hidden
+        hidden = list(hidden)
+        if not hidden or any(int(h) != h or h < 1 for h in hidden):
+            raise ValueError(
+                f"hidden={self.hidden!r}: give 'auto' or positive layer widths, e.g. (50, 50)"
+            )
+        return [int(h) for h in hidden]
 
     def _fit(self, X: Array, y: Array, classes: list[str] | None) -> None:
         hidden, lr = self._check_params()
@@ -128,7 +158,17 @@ class _BNN(BaseEstimator):
             validation=self.validation_fraction,
             seed=self.seed_,
             n_jobs=self.n_jobs,
+            temperature=None if self.temperature is None else float(self.temperature),
+            prior_scale=float(self.prior_scale),
         )
+        self._fitted_from_header()
+
+    def _fitted_from_header(self) -> None:
+        """The fitted attributes the model file records: ``hidden_`` and ``temperature_``."""
+        h = self.header_
+        self.hidden_ = tuple(int(w) for w in h["architecture"]["sizes"][1:-1])
+        # Files of an smi that did not record T were fitted at T = 1.
+        self.temperature_ = float(h["settings"].get("temperature", 1.0))
 
     def _x(self, X: Any) -> Array:
         check_is_fitted(self, "model_")
@@ -174,9 +214,12 @@ class _BNN(BaseEstimator):
             max_steps=s["max_steps"],
             validation_fraction=s["validation"],
             random_state=s["seed"],
+            temperature=float(s.get("temperature", 1.0)),
+            prior_scale=float(h["architecture"]["prior_scale"]),
         )
         self.seed_ = int(s["seed"])
         self.model_ = model
+        self._fitted_from_header()
         features = model.features
         self.n_features_in_ = len(features)
         if features != [f"x{j}" for j in range(len(features))]:
@@ -212,7 +255,9 @@ class BNNRegressor(RegressorMixin, _BNN):
     NUTS): the model and pipeline of ``smi fit``.
 
     Parameters:
-        hidden: hidden-layer widths (relu).
+        hidden: hidden-layer widths (relu), or ``"auto"`` (the default, ``smi fit --hidden
+            auto``): two layers of 50 from 500 training rows, below that one layer of rows/10
+            units (at least 10). The widths used are in ``hidden_`` after fitting.
         method: ``"smi"``, ``"svgd"``, ``"asvgd"``, ``"ovi"``, ``"map"`` or ``"nuts"``.
         n_particles: particles m (SMI, SVGD, ASVGD).
         elbo_draws: ELBO draws S per particle (SMI).
@@ -225,6 +270,15 @@ class BNNRegressor(RegressorMixin, _BNN):
         random_state: seed of the fit and (by default) of the predictive draws.
         n_jobs: threads of the fit (default: all cores).
         n_draws: predictive draws of ``predict``, ``predict_interval``.
+        temperature: T of the tempered likelihood p(y | θ)^(1/T) (1: the Bayesian posterior);
+            ``None`` (the default): ``smi fit``'s default, 0.3 for SMI regression and 0.2 for
+            SMI classification (chosen for calibration, docs/calibration.md), 1 for the other
+            methods. The T used is in ``temperature_`` after fitting.
+        prior_scale: s of the N(0, s²) prior on every weight and bias (inputs and targets are
+            standardised).
+
+    Fitted attributes: ``model_`` (the model file), ``hidden_`` (the hidden widths used),
+    ``temperature_`` (the T used), ``seed_``, ``n_features_in_``, ``header_``.
     """
 
     _task = "regression"
@@ -274,8 +328,9 @@ class BNNRegressor(RegressorMixin, _BNN):
 
 class BNNClassifier(ClassifierMixin, _BNN):
     """Bayesian neural-network classification (softmax, tanh hidden layers) by Stein mixture
-    inference or the other methods: the model and pipeline of ``smi fit``. The parameters are
-    those of ``BNNRegressor``; ``classes_`` holds the labels."""
+    inference or the other methods: the model and pipeline of ``smi fit``. The parameters and
+    fitted attributes are those of ``BNNRegressor`` (tanh hidden layers; ``temperature=None``
+    is T = 0.2 for SMI); ``classes_`` holds the labels."""
 
     _task = "classification"
 

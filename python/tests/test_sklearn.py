@@ -130,6 +130,60 @@ def test_classifier_labels_and_accuracy() -> None:
     assert set(est.predict(X)) <= set(est.classes_)
 
 
+#: Two steps of S = 1: enough to build and record the network (the fit itself is not tested).
+TINY: dict[str, Any] = {"max_steps": 2, "elbo_draws": 1, "n_draws": 10}
+
+
+def _regression_data(n: int, p: int = 3) -> tuple[np.ndarray, np.ndarray]:
+    rng = np.random.default_rng(0)
+    X = rng.normal(size=(n, p))
+    return X, X @ np.arange(1.0, p + 1) + 0.1 * rng.normal(size=n)
+
+
+@pytest.mark.parametrize(
+    ("n", "widths"),
+    # `smi fit --hidden auto` (smi_fit::sizing::default_hidden): one layer of n/10 units (at
+    # least 10) below 500 training rows, two layers of 50 from 500 rows.
+    [(60, (10,)), (250, (25,)), (600, (50, 50))],
+)
+def test_default_hidden_is_sized_like_smi_fit(n: int, widths: tuple[int, ...]) -> None:
+    X, y = _regression_data(n)
+    est = BNNRegressor(**TINY).fit(X, y)
+    assert est.get_params()["hidden"] == "auto"  # the parameter is kept as given
+    assert est.hidden_ == widths
+    assert est.header_["architecture"]["sizes"] == [3, *widths, 1]
+    # With a validation split the network is sized to the training rows only (250 → 225).
+    if n == 250:
+        held = BNNRegressor(validation_fraction=0.1, **TINY).fit(X, y)
+        assert held.hidden_ == (22,)
+
+
+def test_temperature_and_prior_scale_are_recorded(tmp_path: Path) -> None:
+    X, y = _regression_data(40)
+    # None: smi fit's default T, 0.3 for SMI regression, 0.2 for SMI classification, 1 else.
+    reg = BNNRegressor(**TINY).fit(X, y)
+    assert reg.get_params()["temperature"] is None
+    assert reg.temperature_ == 0.3
+    assert reg.header_["settings"]["temperature"] == 0.3
+    labels = (y > np.median(y)).astype(int)
+    assert BNNClassifier(**TINY).fit(X, labels).temperature_ == 0.2
+    assert BNNRegressor(method="map", **TINY).fit(X, y).temperature_ == 1.0
+    est = BNNRegressor(temperature=0.5, prior_scale=0.7, **TINY).fit(X, y)
+    h = est.header_
+    assert (h["settings"]["temperature"], h["architecture"]["prior_scale"]) == (0.5, 0.7)
+    assert pickle.loads(pickle.dumps(est)).temperature_ == 0.5
+    # A saved model loads with the T and prior scale it was fitted with, as parameters.
+    est.save(tmp_path / "m.smi")
+    params = BNNRegressor.load(tmp_path / "m.smi").get_params()
+    assert (params["temperature"], params["prior_scale"]) == (0.5, 0.7)
+    assert params["hidden"] == (10,)
+    for bad in ({"temperature": 0.0}, {"temperature": "cold"}, {"prior_scale": -1.0}):
+        with pytest.raises(ValueError, match="must be a positive number"):
+            BNNRegressor(**bad, **TINY).fit(X, y)
+    with pytest.raises(ValueError, match="give 'auto' or positive layer widths"):
+        BNNRegressor(hidden="big", **TINY).fit(X, y)
+
+
 def _gaussian_nll(y: np.ndarray, mean: np.ndarray, std: np.ndarray) -> float:
     return float(-norm.logpdf(y, mean, std).mean())
 
@@ -143,8 +197,9 @@ def test_diabetes_against_bayesian_ridge_and_gp() -> None:
     X_train, X_test, y_train, y_test = _diabetes()
     z = 1.6448536269514722  # the 95 % normal quantile: the 90 % central interval
     rows = []
-    # A 20-unit network and 1000 steps keep the test to seconds; the default (50, 50)
-    # network with `smi fit`'s step budget gives about the same numbers in about a minute.
+    # A 20-unit network and 1000 steps keep the test to seconds; the defaults (hidden="auto":
+    # one layer of 35 units for these 353 rows, T = 0.3, `smi fit`'s step budget) are
+    # measured in docs/calibration.md (its diabetes row).
     bnn = BNNRegressor(hidden=(20,), max_steps=1000, random_state=0).fit(X_train, y_train)
     lower, upper = bnn.predict_interval(X_test, coverage=0.9)
     # The NLL of the predictive mixture (over the fit's parameter draws), as `smi predict`.

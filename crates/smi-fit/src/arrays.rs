@@ -13,7 +13,8 @@ use std::time::Duration;
 use smi::NoObserver;
 
 use super::fitting::{
-    check_args, search_lr, training_record, unit_settings, Checked, Job, DEFAULT_ELBO_DRAWS,
+    check_args, search_lr, settings_record, temperature, training_record, unit_settings, Checked,
+    Job, DEFAULT_ELBO_DRAWS,
 };
 use super::interrupt::Interrupt;
 use super::predict::{predict_classes, predict_regression, ClassOutput, RegressionOutput};
@@ -44,8 +45,9 @@ pub struct ArrayData<'a> {
 pub struct ArrayOptions {
     /// smi, svgd, asvgd, ovi, map or nuts.
     pub method: String,
-    /// Hidden-layer widths (default 50, 50).
-    pub hidden: Vec<usize>,
+    /// Hidden-layer widths; `None` (the default): `smi fit --hidden auto`, sized to the
+    /// training rows by [`sizing::default_hidden`].
+    pub hidden: Option<Vec<usize>>,
     /// Particles m (default 5).
     pub particles: usize,
     /// ELBO draws S per particle (default 10).
@@ -62,13 +64,20 @@ pub struct ArrayOptions {
     pub seed: u64,
     /// Early stopping on the force norm (default on).
     pub early_stopping: bool,
+    /// s of the N(0, s²) weight prior (default 1).
+    pub prior_scale: f64,
+    /// T, the likelihood temperature; `None` (the default): `smi fit`'s default for the method
+    /// and task (SMI: 0.3 for regression, 0.2 for classification; the other methods: 1).
+    pub temperature: Option<f64>,
+    /// The learning-rate schedule (default constant).
+    pub lr_schedule: crate::LrScheduleArg,
 }
 
 impl Default for ArrayOptions {
     fn default() -> Self {
         ArrayOptions {
             method: "smi".into(),
-            hidden: vec![50, 50],
+            hidden: None,
             particles: 5,
             elbo_draws: DEFAULT_ELBO_DRAWS,
             lr: Some(5e-3),
@@ -77,6 +86,9 @@ impl Default for ArrayOptions {
             validation: None,
             seed: 0,
             early_stopping: true,
+            prior_scale: 1.0,
+            temperature: None,
+            lr_schedule: crate::LrScheduleArg::Constant,
         }
     }
 }
@@ -84,7 +96,10 @@ impl Default for ArrayOptions {
 impl ArrayOptions {
     /// The `smi fit` options these stand for (no CSV or save path: arrays are fitted in memory).
     fn fit_args(&self, task: Task) -> FitArgs {
-        let hidden: Vec<String> = self.hidden.iter().map(usize::to_string).collect();
+        let hidden = self.hidden.as_ref().map_or_else(
+            || "auto".to_string(),
+            |h| h.iter().map(usize::to_string).collect::<Vec<_>>().join(","),
+        );
         FitArgs {
             csv: PathBuf::new(),
             target: String::new(),
@@ -93,7 +108,7 @@ impl ArrayOptions {
             drop_missing: false,
             method: self.method.clone(),
             particles: self.particles,
-            hidden: hidden.join(","),
+            hidden,
             activation: None,
             max_steps: self.max_steps,
             lr: self.lr.map_or_else(|| "auto".into(), |v| v.to_string()),
@@ -102,9 +117,9 @@ impl ArrayOptions {
             save: PathBuf::new(),
             elbo_draws: Some(self.elbo_draws),
             batch_size: self.batch_size,
-            prior_scale: 1.0,
-            temperature: None,
-            lr_schedule: crate::LrScheduleArg::Constant,
+            prior_scale: self.prior_scale,
+            temperature: self.temperature,
+            lr_schedule: self.lr_schedule,
             no_early_stop: !self.early_stopping,
             target_scaling: TargetScaling::Standardize,
             draws: 1000,
@@ -190,6 +205,7 @@ pub fn fit_arrays(
         Some(v) => split(v).map(|(tr, va)| (tr, Some(va)))?,
         None => ((0..n).collect(), None),
     };
+    let t = temperature(&a, method, task);
     let mut sizes = vec![cols];
     sizes.extend(hidden.unwrap_or_else(|| sizing::default_hidden(train_rows.len())));
     sizes.push(data.classes.as_ref().map_or(1, Vec::len));
@@ -201,7 +217,7 @@ pub fn fit_arrays(
             Task::Classification => Activation::Tanh,
         },
         prior_scale: a.prior_scale,
-        likelihood_weight: 1.0 / crate::fitting::temperature(&a, method, task),
+        likelihood_weight: 1.0 / t,
     };
     let max_steps = a.max_steps.unwrap_or_else(|| {
         let draws = sizing::draws_per_step(method, a.particles, options.elbo_draws);
@@ -274,21 +290,7 @@ pub fn fit_arrays(
     h.target.clone_from(&data.target);
     h.features.clone_from(&data.features);
     h.classes.clone_from(&data.classes);
-    h.settings = Settings {
-        lr,
-        lr_mode: lr_mode.into(),
-        lr_grid,
-        max_steps,
-        particles: a.particles,
-        elbo_draws: options.elbo_draws,
-        batch_size: settings.batch_size,
-        early_stopping: options.early_stopping,
-        init_radius: settings.init_radius,
-        seed: a.seed,
-        validation: a.validation,
-        nuts_warmup: a.nuts_warmup,
-        nuts_draws: a.nuts_draws,
-    };
+    h.settings = settings_record(&a, t, (lr, lr_mode.into(), lr_grid), &settings);
     h.training = training_record(
         &fit,
         stop,
@@ -456,7 +458,7 @@ mod tests {
 
     fn fast() -> ArrayOptions {
         ArrayOptions {
-            hidden: vec![4],
+            hidden: Some(vec![4]),
             elbo_draws: 2,
             max_steps: Some(30),
             ..ArrayOptions::default()
@@ -485,6 +487,43 @@ mod tests {
         assert_eq!((s.rows(), s.cols()), (3, 7));
         assert!(predict_classes_arrays(&back, &x[..6], 2, 50, 0).is_err());
         assert!(standardise(&back.header, &x[..6], 3).is_err());
+    }
+
+    /// The defaults are `smi fit`'s: the network sized to the rows by the rule of
+    /// `--hidden auto`, SMI's default temperature; both, and explicit values, are recorded.
+    #[test]
+    fn defaults_size_the_network_and_record_the_temperature() {
+        let x: Vec<f64> = (0..40).map(|i| f64::from(i) * 0.1).collect();
+        let y: Vec<f64> = (0..20).map(|i| 3.0 + f64::from(i)).collect();
+        let tiny = ArrayOptions {
+            elbo_draws: 1,
+            max_steps: Some(2),
+            ..ArrayOptions::default()
+        };
+        let m = fit_arrays(&data(&x, &y, None), &tiny, &Interrupt::never()).unwrap();
+        let mut sizes = vec![2];
+        sizes.extend(sizing::default_hidden(20));
+        sizes.push(1);
+        assert_eq!(m.header.architecture.sizes, sizes);
+        let s = &m.header.settings;
+        let t = crate::fitting::DEFAULT_TEMPERATURE_REGRESSION;
+        assert_eq!(
+            (s.temperature, s.lr_schedule),
+            (Some(t), LrScheduleArg::Constant)
+        );
+        let chosen = ArrayOptions {
+            temperature: Some(0.5),
+            prior_scale: 0.7,
+            lr_schedule: LrScheduleArg::Cosine,
+            ..tiny
+        };
+        let m = fit_arrays(&data(&x, &y, None), &chosen, &Interrupt::never()).unwrap();
+        let s = &m.header.settings;
+        assert_eq!(
+            (s.temperature, s.lr_schedule),
+            (Some(0.5), LrScheduleArg::Cosine)
+        );
+        assert_eq!(m.header.architecture.prior_scale, 0.7);
     }
 
     #[test]

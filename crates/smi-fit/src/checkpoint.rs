@@ -13,6 +13,8 @@ use smi::{LogDensity, Method, State};
 use smi_experiments::records::write_atomic;
 use smi_experiments::uci::UnitSettings;
 
+use crate::LrScheduleArg;
+
 /// The `format` of `M.ckpt.json`.
 pub const META_FORMAT: &str = "smi-fit-checkpoint-v1";
 
@@ -100,7 +102,7 @@ impl Paths {
         model: &dyn LogDensity,
         s: &UnitSettings,
         seed: u64,
-        schedule: crate::LrScheduleArg,
+        schedule: LrScheduleArg,
     ) -> Result<State> {
         let engine = crate::train::method_settings(method, lr, s, seed, schedule)?.build(model)?;
         engine.load_state(&self.state).with_context(|| {
@@ -132,6 +134,61 @@ pub struct Meta {
     pub elbo_draws: usize,
     /// Seconds trained by the runs that stopped cleanly so far.
     pub seconds: f64,
+    /// T, the likelihood temperature of the fit (`None` in checkpoints of an smi that did not
+    /// record it).
+    #[serde(default)]
+    pub temperature: Option<f64>,
+    /// The learning-rate schedule of the fit (`None` as for `temperature`).
+    #[serde(default)]
+    pub lr_schedule: Option<LrScheduleArg>,
+}
+
+impl Meta {
+    /// Checks that a fit at likelihood temperature `temperature` with the learning-rate
+    /// `schedule` may continue this checkpoint (read from `path`): both must be the
+    /// checkpoint's. A checkpoint that does not record them is continued with a warning.
+    ///
+    /// # Errors
+    /// A temperature or schedule other than the checkpoint's, with the option that resumes it.
+    pub fn check_resume(
+        &self,
+        path: &Path,
+        temperature: f64,
+        schedule: LrScheduleArg,
+    ) -> Result<()> {
+        match self.temperature {
+            Some(t) if t != temperature => bail!(
+                "--resume: the checkpoint {} is of a fit at likelihood temperature {t}, not \
+                 {temperature} (resume with the options of that fit: --temperature {t})",
+                path.display()
+            ),
+            Some(_) => {}
+            None => eprintln!(
+                "warning: the checkpoint {} does not record its likelihood temperature \
+                 (written by an older smi); it is continued at T = {temperature}, which must \
+                 be the T it was started with",
+                path.display()
+            ),
+        }
+        if let Some(s) = self.lr_schedule.filter(|&s| s != schedule) {
+            bail!(
+                "--resume: the checkpoint {} is of a fit with --lr-schedule {}, not {} (resume \
+                 with the options of that fit)",
+                path.display(),
+                schedule_name(s),
+                schedule_name(schedule)
+            );
+        }
+        Ok(())
+    }
+}
+
+/// The command-line spelling of a schedule.
+fn schedule_name(s: LrScheduleArg) -> &'static str {
+    match s {
+        LrScheduleArg::Constant => "constant",
+        LrScheduleArg::Cosine => "cosine",
+    }
 }
 
 /// CRC-32 of the file at `path`.

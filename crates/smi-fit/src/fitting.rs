@@ -273,7 +273,33 @@ pub(super) fn search_lr(
     Ok((best, grid_scores))
 }
 
-/// What `smi fit` prints after training.
+/// The model file's `settings` of a fit of `a` at likelihood temperature `temperature` with
+/// the learning rate `lr` = (rate, mode, grid scores) and the engine settings `s`.
+pub(super) fn settings_record(
+    a: &FitArgs,
+    temperature: f64,
+    (lr, lr_mode, lr_grid): (Option<f64>, String, GridScores),
+    s: &UnitSettings,
+) -> Settings {
+    Settings {
+        lr,
+        lr_mode,
+        lr_grid,
+        max_steps: s.max_steps,
+        particles: s.num_particles,
+        elbo_draws: s.elbo_draws,
+        batch_size: s.batch_size,
+        early_stopping: s.early_stopping,
+        init_radius: s.init_radius,
+        seed: a.seed,
+        validation: a.validation,
+        nuts_warmup: a.nuts_warmup,
+        nuts_draws: a.nuts_draws,
+        temperature: Some(temperature),
+        lr_schedule: a.lr_schedule,
+    }
+}
+
 /// The model file's record of a finished (or stopped) fit of `rows` training and
 /// `validation_rows` validation rows, `seconds` long in all; NUTS diagnostics included.
 pub(super) fn training_record(
@@ -295,6 +321,7 @@ pub(super) fn training_record(
     }
 }
 
+/// What `smi fit` prints after training.
 fn report_training(method: Method, out: &Fit, stop: Stop, seconds: f64) {
     eprintln!(
         "{method}: {} steps in {:.1} s{}{}{}",
@@ -366,6 +393,10 @@ pub fn run(a: &FitArgs) -> Result<Stop> {
         }
     }
 
+    let t = temperature(a, method, data.task);
+    if let Some(m) = &resumed {
+        m.check_resume(&ckpt.meta, t, a.lr_schedule)?;
+    }
     let Data {
         features,
         x,
@@ -416,7 +447,7 @@ pub fn run(a: &FitArgs) -> Result<Stop> {
         sizes,
         activation,
         prior_scale: a.prior_scale,
-        likelihood_weight: 1.0 / temperature(a, method, task),
+        likelihood_weight: 1.0 / t,
     };
     let elbo_draws = match &resumed {
         Some(m) => m.elbo_draws,
@@ -504,6 +535,8 @@ pub fn run(a: &FitArgs) -> Result<Stop> {
         lr_grid: grid_scores.clone(),
         elbo_draws,
         seconds: resumed.as_ref().map_or(0.0, |m| m.seconds),
+        temperature: Some(t),
+        lr_schedule: Some(a.lr_schedule),
     };
     let resume = match &resumed {
         Some(_) => Some(ckpt.read_state(
@@ -580,21 +613,7 @@ pub fn run(a: &FitArgs) -> Result<Stop> {
     h.target = a.target.clone();
     h.features = features;
     h.classes = classes;
-    h.settings = Settings {
-        lr,
-        lr_mode,
-        lr_grid: grid_scores,
-        max_steps,
-        particles: a.particles,
-        elbo_draws,
-        batch_size: settings.batch_size,
-        early_stopping: !a.no_early_stop,
-        init_radius: settings.init_radius,
-        seed: a.seed,
-        validation: a.validation,
-        nuts_warmup: a.nuts_warmup,
-        nuts_draws: a.nuts_draws,
-    };
+    h.settings = settings_record(a, t, (lr, lr_mode, grid_scores), &settings);
     h.training = training_record(
         &out,
         stop,

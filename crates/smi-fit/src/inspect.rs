@@ -12,6 +12,7 @@ use smi_models::Noise;
 use super::diagnostics::describe_nuts;
 use super::model_file::{ModelFile, PayloadKind};
 use super::predict::{describe, noise_scales};
+use super::LrScheduleArg;
 
 /// Options of `smi inspect`.
 #[derive(clap::Args, Debug, Clone)]
@@ -80,6 +81,21 @@ fn describe_noise(m: &ModelFile, noise: &Noise) -> String {
     }
 }
 
+/// The likelihood temperature T of a fit as `smi inspect` states it (`None`: a file that does
+/// not record it, written by an smi that fitted at T = 1).
+fn describe_temperature(t: Option<f64>) -> String {
+    match t {
+        Some(1.0) => "temperature 1 (the Bayesian posterior)".into(),
+        Some(t) => format!(
+            "temperature {t} (tempered: p(y | θ)^(1/T), not the Bayesian posterior; \
+             docs/calibration.md)"
+        ),
+        None => "temperature 1 (not recorded in this file: it was written by an smi that \
+                 fitted every model at T = 1)"
+            .into(),
+    }
+}
+
 /// The summary `smi inspect` prints for model `m` read from `name`.
 pub fn summary(m: &ModelFile, name: &str) -> String {
     let mut out = String::new();
@@ -145,8 +161,13 @@ pub fn summary(m: &ModelFile, name: &str) -> String {
         );
     } else {
         line!(
-            "fitted with  lr {lr} ({}), ≤ {} steps, S = {}, batch {}, early stopping {}, seed {}",
+            "fitted with  lr {lr} ({}, {} schedule), ≤ {} steps, S = {}, batch {}, early \
+             stopping {}, seed {}",
             s.lr_mode,
+            match s.lr_schedule {
+                LrScheduleArg::Constant => "constant",
+                LrScheduleArg::Cosine => "cosine",
+            },
             s.max_steps,
             s.elbo_draws,
             s.batch_size
@@ -155,6 +176,7 @@ pub fn summary(m: &ModelFile, name: &str) -> String {
             s.seed
         );
     }
+    line!("likelihood   {}", describe_temperature(s.temperature));
     for (lr, v) in &s.lr_grid {
         line!(
             "  lr grid    {lr:e}: validation score {}",

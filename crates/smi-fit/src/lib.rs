@@ -62,10 +62,23 @@ pub enum TargetScaling {
     None,
 }
 
-/// The learning-rate schedule on the command line.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, clap::ValueEnum)]
+/// The learning-rate schedule on the command line (and in the model file's `settings`).
+#[derive(
+    Clone,
+    Copy,
+    Debug,
+    Default,
+    PartialEq,
+    Eq,
+    clap::ValueEnum,
+    serde::Serialize,
+    serde::Deserialize,
+)]
+#[serde(rename_all = "snake_case")]
 pub enum LrScheduleArg {
-    /// Adam at the base rate throughout.
+    /// Adam at the base rate throughout (the default, and what model files without a recorded
+    /// schedule were fitted with).
+    #[default]
     Constant,
     /// Half a cosine from the base rate down to 1/100 of it over the step budget.
     Cosine,

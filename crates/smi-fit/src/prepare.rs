@@ -250,6 +250,8 @@ pub(super) fn header_stub(spec: &Spec, prep: &Prepared) -> Header {
             validation: None,
             nuts_warmup: 0,
             nuts_draws: 0,
+            temperature: None,
+            lr_schedule: Default::default(),
         },
         training: Training::default(),
         validation: None,

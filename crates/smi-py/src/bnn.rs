@@ -184,12 +184,15 @@ impl BnnModel {
 /// Fits a Bayesian network to `x` (rows × features) and `y` (regression targets, or class
 /// indices into `classes`) by the pipeline of `smi fit`. Ctrl-C stops the fit (the
 /// `KeyboardInterrupt` is raised); `n_jobs` threads work on it (default: all cores). `lr`
-/// `None` is `smi fit --lr auto`: the learning-rate grid search.
+/// `None` is `smi fit --lr auto`: the learning-rate grid search. `hidden` `None` is `smi fit
+/// --hidden auto` (widths sized to the training rows by `smi_fit::sizing::default_hidden`);
+/// `temperature` `None` is `smi fit`'s default T for the method and task.
 #[pyfunction]
 #[pyo3(signature = (
     x, y, classes = None, features = None, target = "y".to_string(), *, method = "smi".to_string(),
-    hidden = vec![50, 50], particles = 5, elbo_draws = 10, lr = None, max_steps = None,
-    batch_size = 100, validation = None, seed = 0, n_jobs = None
+    hidden = None, particles = 5, elbo_draws = 10, lr = None, max_steps = None,
+    batch_size = 100, validation = None, seed = 0, n_jobs = None, temperature = None,
+    prior_scale = 1.0
 ))]
 #[allow(clippy::too_many_arguments)]
 pub fn bnn_fit(
@@ -200,7 +203,7 @@ pub fn bnn_fit(
     features: Option<Vec<String>>,
     target: String,
     method: String,
-    hidden: Vec<usize>,
+    hidden: Option<Vec<usize>>,
     particles: usize,
     elbo_draws: usize,
     lr: Option<f64>,
@@ -209,6 +212,8 @@ pub fn bnn_fit(
     validation: Option<f64>,
     seed: u64,
     n_jobs: Option<usize>,
+    temperature: Option<f64>,
+    prior_scale: f64,
 ) -> PyResult<BnnModel> {
     let (xv, cols) = rows_of(&x);
     let yv: Vec<f64> = y.as_array().iter().copied().collect();
@@ -233,6 +238,9 @@ pub fn bnn_fit(
         validation,
         seed,
         early_stopping: true,
+        prior_scale,
+        temperature,
+        lr_schedule: Default::default(),
     };
     let pool = rayon::ThreadPoolBuilder::new()
         .num_threads(n_jobs.unwrap_or(0))

@@ -20,7 +20,7 @@
 //! | `x_scaler` | `mean`, `std` per feature: the network sees (x − mean) / std (training statistics, ddof 0, 1 for a constant column) |
 //! | `y_scaler` | regression: `mean`, `std` of the training targets, y = mean + std·y_model; `null` when targets were not scaled |
 //! | `classes` | classification: class names; class k of the network is `classes[k]` |
-//! | `settings` | how it was fitted: learning rate (and the grid scores under `--lr auto`), step budget, particles, ELBO draws, batch size, early stopping, seed, validation fraction, NUTS settings |
+//! | `settings` | how it was fitted: learning rate (and the grid scores under `--lr auto`), step budget, particles, ELBO draws, batch size, early stopping, seed, validation fraction, NUTS settings, `temperature` (T of the tempered likelihood; absent in older files, which used T = 1), `lr_schedule` (`constant` or `cosine`; absent in older files: constant) |
 //! | `training` | rows used, validation rows, steps run, seconds, early stopped, last loss |
 //! | `validation` | metrics on the validation split (`nll`; `rmse`, `coverage` of the central `interval`; or `accuracy`), or `null` |
 //! | `payload` | `kind` (`"particles"`: the m × p particle matrix of the fitted guide, `guide` says which — Normal: p = 2d, `[loc \| ρ]` with σ = softplus(ρ); Delta: p = d, θ; `"draws"`: NUTS draws, one θ per row), `rows`, `cols`, `dim` (d, the model dimension), `encoding` = `"f64-le"` |
@@ -132,6 +132,23 @@ pub struct Settings {
     pub nuts_warmup: usize,
     /// NUTS draws kept.
     pub nuts_draws: usize,
+    /// T, the likelihood temperature: the fit targeted p(θ)·p(y | θ)^(1/T) (1: the Bayesian
+    /// posterior). `None` in files written before smi recorded it, which were fitted at T = 1
+    /// ([`Settings::temperature`]).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub temperature: Option<f64>,
+    /// The learning-rate schedule (`"constant"` or `"cosine"`); files written before smi
+    /// recorded it were fitted with a constant rate, the default.
+    #[serde(default)]
+    pub lr_schedule: crate::LrScheduleArg,
+}
+
+impl Settings {
+    /// T of the fit: the recorded temperature, or 1 for a file written before smi recorded
+    /// it (such fits used the Bayesian posterior).
+    pub fn temperature(&self) -> f64 {
+        self.temperature.unwrap_or(1.0)
+    }
 }
 
 /// What the fit did.

@@ -39,6 +39,8 @@ pub(crate) fn sample() -> ModelFile {
             validation: None,
             nuts_warmup: 0,
             nuts_draws: 0,
+            temperature: Some(0.3),
+            lr_schedule: crate::LrScheduleArg::Cosine,
         },
         training: Training {
             rows: 1,
@@ -311,6 +313,41 @@ fn files_without_a_checksum_are_read_and_validated() {
     assert!(e.contains("y_scaler has 0 means"), "{e}");
 }
 
+/// Files written before smi recorded the likelihood temperature and the learning-rate
+/// schedule read as fits at T = 1 with a constant rate (what those versions did); a recorded
+/// T reads back as written.
+#[test]
+fn files_without_a_temperature_read_as_t_1() {
+    let m = sample();
+    let (v, body) = split(&m.to_bytes().unwrap());
+    assert_eq!(v["settings"]["temperature"], 0.3);
+    assert_eq!(v["settings"]["lr_schedule"], "cosine");
+    let back = ModelFile::from_bytes(&encode(&v, &body, true), "m").unwrap();
+    assert_eq!(back.header.settings.temperature(), 0.3);
+    assert_eq!(
+        back.header.settings.lr_schedule,
+        crate::LrScheduleArg::Cosine
+    );
+    let old = with(
+        &with(&v, "/settings/temperature", None),
+        "/settings/lr_schedule",
+        None,
+    );
+    assert!(old["settings"].get("temperature").is_none());
+    for checksum in [true, false] {
+        let back = ModelFile::from_bytes(&encode(&old, &body, checksum), "m").unwrap();
+        assert_eq!(back.header.settings.temperature, None);
+        assert_eq!(back.header.settings.temperature(), 1.0);
+        assert_eq!(
+            back.header.settings.lr_schedule,
+            crate::LrScheduleArg::Constant
+        );
+        // Written back, it stays without a temperature (nothing is invented for it).
+        let again = split(&back.to_bytes().unwrap()).0;
+        assert!(again["settings"].get("temperature").is_none());
+    }
+}
+
 /// Every inconsistent header is a clear error naming what is wrong, with or without a
 /// valid checksum.
 #[test]
@@ -335,6 +372,9 @@ fn inconsistent_headers_are_clear_errors() {
         (&reg, "/architecture/noise", None, "a regression model without a noise model"),
         (&reg, "/architecture/noise", Some(json!({"Fixed": -1.0})), "the noise scale -1 is not a positive number"),
         (&reg, "/architecture/prior_scale", Some(json!(0.0)), "architecture.prior_scale 0 is not a positive number"),
+        (&reg, "/settings/temperature", Some(json!(0.0)), "settings.temperature 0 is not a positive number"),
+        (&reg, "/settings/temperature", Some(json!(-2.0)), "settings.temperature -2 is not a positive number"),
+        (&reg, "/settings/lr_schedule", Some(json!("linear")), "corrupt model header"),
         (&reg, "/classes", Some(json!(["a"])), "a regression model with class names"),
         (&reg, "/method", Some(json!("nuts")), "method nuts with a payload of particles"),
         (&reg, "/method", Some(json!("magic")), "unknown method \"magic\""),

@@ -162,6 +162,11 @@ impl Header {
                 }
             }
         }
+        if let Some(t) = self.settings.temperature {
+            if !(t.is_finite() && t > 0.0) {
+                bail!("settings.temperature {t} is not a positive number");
+            }
+        }
         let method: Method = self.method.parse().map_err(|_| {
             anyhow!(
                 "unknown method {} (expected one of smi, svgd, asvgd, ovi, map, nuts)",
@@ -238,7 +243,7 @@ impl Header {
             Some(Noise::GammaPrecision { shape, rate }) => !(shape.is_finite() && rate.is_finite()),
             None => false,
         };
-        let checks: [(&'static str, bool); 14] = [
+        let checks: [(&'static str, bool); 15] = [
             ("x_scaler.mean", !all_finite(&self.x_scaler.mean)),
             ("x_scaler.std", !all_finite(&self.x_scaler.std)),
             (
@@ -258,6 +263,7 @@ impl Header {
             ),
             ("settings.init_radius", !s.init_radius.is_finite()),
             ("settings.validation", opt(s.validation)),
+            ("settings.temperature", opt(s.temperature)),
             ("training.seconds", !t.seconds.is_finite()),
             ("training.final_loss", opt(t.final_loss)),
             (
