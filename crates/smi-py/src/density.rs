@@ -87,6 +87,12 @@ impl LogDensity for PyDensity {
         self.dim
     }
 
+    /// One Python call per step: each call crosses into Python (and JAX) with a fixed cost,
+    /// and `smi.numpyro` draws one data subsample per call, shared by the step's draws.
+    fn one_call_per_step(&self) -> bool {
+        true
+    }
+
     fn log_density_and_grad(
         &self,
         theta: &[f64],

@@ -505,6 +505,9 @@ impl<M: LogDensity + ?Sized> LogDensity for AsDyn<'_, M> {
     ) -> Result<()> {
         self.0.log_density_and_grad(theta, batch, logp, grad)
     }
+    fn one_call_per_step(&self) -> bool {
+        self.0.one_call_per_step()
+    }
     fn layout(&self) -> crate::model::Layout {
         self.0.layout()
     }

@@ -50,6 +50,17 @@ pub trait LogDensity: Send + Sync {
         grad: &mut [f64],
     ) -> Result<()>;
 
+    /// Whether the engines must evaluate all K draws of a step in **one** call (default
+    /// `false`). With `false`, an engine may call [`Self::log_density_and_grad`] several times
+    /// per step on parts of the K draws (the SMI step with the Normal guide takes its draws in
+    /// cache-sized sub-blocks), each part with its own rows of the step's batch. Return `true`
+    /// for a model with a large fixed cost per call (one evaluated in another runtime, such as a
+    /// Python/JAX function) or one that must see every draw of a step at once (e.g. it draws one
+    /// data subsample per call and should share it across the step's draws).
+    fn one_call_per_step(&self) -> bool {
+        false
+    }
+
     /// Names of the slices of θ and their constraints (default: one real block `"theta"`).
     /// Summaries and constrained draws ([`crate::Fit::summary`], [`crate::Fit::draws`]) map θ
     /// through these constraints, so a model on unconstrained θ that declares a constrained

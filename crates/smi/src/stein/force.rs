@@ -92,8 +92,13 @@ pub(crate) fn elbo_gradients<M: LogDensity + ?Sized>(
     // Sizes from user settings (m, S): a failed allocation is an error, not an abort.
     try_resize(logp, k, "the step's K log densities")?;
     try_resize(logq, k, "the step's K mixture densities")?;
-    if shared.is_none() && s >= 2 && matches!(guide, GuideSettings::Normal { .. }) {
-        // the common case, fused per block of draws (no K×d buffers of θ or gradients)
+    if shared.is_none()
+        && s >= 2
+        && matches!(guide, GuideSettings::Normal { .. })
+        && !model.one_call_per_step()
+    {
+        // the common case, fused per block of draws (no K×d buffers of θ or gradients); a
+        // model that wants all K draws in one call (LogDensity::one_call_per_step) goes below
         return super::fused::elbo_gradients_normal(
             model, particles, eps, batch, tau, s, groups, logp, logq,
         );
@@ -147,7 +152,9 @@ pub(crate) fn elbo_gradients<M: LogDensity + ?Sized>(
             while c0 < dt {
                 let w = width.min(dt - c0);
                 let (l, l_rest) = std::mem::take(&mut loc).split_at_mut(w);
-                let (r, r_rest) = std::mem::take(&mut rho).split_at_mut(w.min(rho.len()));
+                // the width is read before `take` empties `rho` (Delta rows have no ρ part)
+                let wr = w.min(rho.len());
+                let (r, r_rest) = std::mem::take(&mut rho).split_at_mut(wr);
                 loc = l_rest;
                 rho = r_rest;
                 tasks.push((i, c0, l, r));
