@@ -8,11 +8,13 @@
 //! column of ĝ sums its S draws in order. The mixture's products see sub-blocks of at least two
 //! rows (never the one-row path of the products).
 
+use std::cell::RefCell;
+
 use rayon::prelude::*;
 
 use crate::error::{Error, Result};
 use crate::guide::normal;
-use crate::matrix::{try_zeros_vec, Matrix};
+use crate::matrix::{try_resize, Matrix};
 use crate::model::{Batch, LogDensity};
 
 use super::force::ElboGradients;
@@ -20,6 +22,14 @@ use super::force::ElboGradients;
 /// Bytes of a sub-block's rows of ε, θ, ∇log p and ∇log q that should stay in cache together
 /// (well inside a 2 MiB L2; 9 rows at boston's d = 3 302, one at MNIST's d = 79 510).
 const SUB_BLOCK_BYTES: usize = 1 << 20;
+
+thread_local! {
+    /// A thread's sub-block buffers of θ, ∇log p and ∇log q (a few rows each), kept between
+    /// blocks and steps: every row is written before it is read, so they are never zeroed.
+    static BLOCK_SCRATCH: RefCell<[Vec<f64>; 3]> = const {
+        RefCell::new([Vec::new(), Vec::new(), Vec::new()])
+    };
+}
 
 /// Values below which the blocks stay on the calling thread.
 const MIN_PAR_VALUES: usize = 1 << 15;
@@ -65,9 +75,13 @@ pub(crate) fn elbo_gradients_normal<M: LogDensity + ?Sized>(
             let (loc, rho) = particles.row(i).split_at(d);
             let (dloc, drho) = out.split_at_mut(d);
             let e_blk = &eps[blk * s * d..(blk + 1) * s * d];
-            let mut th = try_zeros_vec(max_rows * d, "a block's draws")?;
-            let mut gr = try_zeros_vec(max_rows * d, "a block's gradients")?;
-            let mut gq = try_zeros_vec(max_rows * d, "a block's mixture gradients")?;
+            // the thread's buffers, taken (not borrowed: the model's own parallel work may run
+            // another block on this thread meanwhile, which then allocates its own) and put back
+            let [mut th, mut gr, mut gq] =
+                BLOCK_SCRATCH.with(|c| std::mem::take(&mut *c.borrow_mut()));
+            try_resize(&mut th, max_rows * d, "a block's draws")?;
+            try_resize(&mut gr, max_rows * d, "a block's gradients")?;
+            try_resize(&mut gq, max_rows * d, "a block's mixture gradients")?;
             let mut r0 = 0;
             while r0 < s {
                 let r1 = if s - r0 < 2 * sub { s } else { r0 + sub };
@@ -84,6 +98,7 @@ pub(crate) fn elbo_gradients_normal<M: LogDensity + ?Sized>(
                 r0 = r1;
             }
             normal::finish_pullback(rho, s as f64, dloc, drho);
+            BLOCK_SCRATCH.with(|c| *c.borrow_mut() = [th, gr, gq]);
             Ok::<(), Error>(())
         })?;
     if let Some(bad) = logp[..k].iter().position(|v| !v.is_finite()) {
@@ -96,10 +111,14 @@ pub(crate) fn elbo_gradients_normal<M: LogDensity + ?Sized>(
         elbo += tau * lp - lq;
     }
     elbo /= k as f64;
-    let rows = all.as_slice();
-    let ghats = (0..groups)
-        .map(|g| Matrix::from_vec(m, p, rows[g * m * p..(g + 1) * m * p].to_vec()))
-        .collect::<Result<Vec<_>>>()?;
+    let ghats = if groups == 1 {
+        vec![all]
+    } else {
+        let rows = all.as_slice();
+        (0..groups)
+            .map(|g| Matrix::from_vec(m, p, rows[g * m * p..(g + 1) * m * p].to_vec()))
+            .collect::<Result<Vec<_>>>()?
+    };
     Ok(ElboGradients {
         ghats,
         elbo,
