@@ -5,6 +5,7 @@ mod common;
 
 use common::{
     args_with, assert_finite_metrics, column, fails, is_png, p, quick_run, records, report,
+    reproduce_quick,
 };
 
 #[test]
@@ -55,6 +56,24 @@ fn wave_quick_writes_records_table_figure_and_report_rebuilds_them() {
     report(dir.path());
     assert_eq!(std::fs::read_to_string(&md).unwrap(), table);
     assert!(is_png(&png));
+
+    // The same command again runs nothing: every unit is recorded.
+    let jsonl = dir.path().join("wave.jsonl");
+    let before = std::fs::read_to_string(&jsonl).unwrap();
+    let again = reproduce_quick("wave", dir.path(), None, &[]);
+    assert_eq!(std::fs::read_to_string(&jsonl).unwrap(), before);
+    assert!(String::from_utf8_lossy(&again.stderr).contains("6 units skipped"));
+    // A second repeat runs only the new units (repeat 0 of smi and map stays as recorded).
+    reproduce_quick(
+        "wave",
+        dir.path(),
+        None,
+        &["--methods", "smi,map", "--repeats", "2"],
+    );
+    let recs = records(dir.path(), "wave");
+    assert_eq!(recs.len(), 8);
+    assert_eq!(column(&recs[6..], "method"), ["smi", "map"]);
+    assert!(recs[6..].iter().all(|r| r["repeat"] == 1));
 }
 
 #[test]
@@ -80,6 +99,13 @@ fn recovery_quick_writes_records_and_table() {
     std::fs::remove_file(&md).unwrap();
     report(dir.path());
     assert_eq!(std::fs::read_to_string(&md).unwrap(), table);
+
+    // The same command again runs nothing: the repeat has its three records.
+    let jsonl = dir.path().join("recovery.jsonl");
+    let before = std::fs::read_to_string(&jsonl).unwrap();
+    let again = reproduce_quick("recovery", dir.path(), None, &[]);
+    assert_eq!(std::fs::read_to_string(&jsonl).unwrap(), before);
+    assert!(String::from_utf8_lossy(&again.stderr).contains("1 repeats skipped"));
 }
 
 #[test]

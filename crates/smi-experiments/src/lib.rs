@@ -12,6 +12,7 @@
 //! [`mod@bench`] (the benchmark cases of `smi bench`).
 
 pub mod bench;
+pub mod cpu_time;
 pub mod limits;
 pub mod locks;
 pub mod mnist;

@@ -201,6 +201,23 @@ pub fn read_succeeded(out: &Path, experiment: &str) -> Result<Vec<Map<String, Va
     Ok(recs)
 }
 
+/// The records among `recs` that hold every field of `identity` with an equal value: how an
+/// experiment without a config string finds the units a rerun can skip. `identity` goes
+/// through the same JSON text round trip as a stored record first, so that floating-point
+/// settings compare as they were written.
+pub fn matching<'a>(
+    recs: &'a [Map<String, Value>],
+    identity: &Map<String, Value>,
+) -> Vec<&'a Map<String, Value>> {
+    let identity: Map<String, Value> = serde_json::to_string(identity)
+        .ok()
+        .and_then(|text| serde_json::from_str(&text).ok())
+        .unwrap_or_else(|| identity.clone());
+    recs.iter()
+        .filter(|r| identity.iter().all(|(k, v)| r.get(k) == Some(v)))
+        .collect()
+}
+
 /// Whether `record` is marked failed (`"status": "failed"`).
 pub fn is_failed(record: &Map<String, Value>) -> bool {
     text(record, "status") == Some(FAILED)
@@ -321,6 +338,26 @@ mod tests {
     fn obj(v: Value) -> Map<String, Value> {
         let Value::Object(m) = v else { unreachable!() };
         m
+    }
+
+    #[test]
+    fn matching_compares_identity_fields_after_a_round_trip() {
+        let dir = tempfile::tempdir().unwrap();
+        let a = json!({"method": "smi", "repeat": 0, "config": {"lr": 0.1 + 0.2, "steps": 10}});
+        let b = json!({"method": "smi", "repeat": 1, "config": {"lr": 0.3, "steps": 10}});
+        for r in [&a, &b] {
+            let mut rec = obj(r.clone());
+            rec.insert("metrics".into(), json!({"lppd": 1.0}));
+            append(dir.path(), "demo", rec).unwrap();
+        }
+        let recs = read(dir.path(), "demo").unwrap();
+        // 0.1 + 0.2 ≠ 0.3 in binary: only the first record matches `a`, only the second `b`.
+        let hits = matching(&recs, &obj(a));
+        assert_eq!(hits.len(), 1);
+        assert_eq!(num(hits[0], "repeat"), Some(0.0));
+        assert_eq!(matching(&recs, &obj(b)).len(), 1);
+        let other = json!({"method": "smi", "repeat": 0, "config": {"lr": 0.3, "steps": 11}});
+        assert!(matching(&recs, &obj(other)).is_empty());
     }
 
     #[test]

@@ -595,18 +595,6 @@ struct Trained {
     cpu_seconds: Option<f64>,
 }
 
-/// CPU seconds (user + system, all threads) used by this process so far, from
-/// `/proc/self/stat` (Linux, 100 clock ticks per second); `None` elsewhere.
-fn process_cpu_seconds() -> Option<f64> {
-    let stat = std::fs::read_to_string("/proc/self/stat").ok()?;
-    let rest = stat.get(stat.rfind(')')? + 1..)?;
-    let fields: Vec<&str> = rest.split_whitespace().collect();
-    // After the command name: state is field 3, utime field 14, stime field 15.
-    let utime: f64 = fields.get(11)?.parse().ok()?;
-    let stime: f64 = fields.get(12)?.parse().ok()?;
-    Some((utime + stime) / 100.0)
-}
-
 /// Trains and evaluates one unit; returns its record.
 fn run_unit(
     plan: &Plan,

@@ -2,6 +2,7 @@
 //! a progress file after every epoch, and resuming from them.
 
 use super::*;
+use crate::cpu_time::process_cpu_seconds;
 
 fn checkpoint_paths(out: &Path, layers: usize, method: Method) -> (PathBuf, PathBuf) {
     let dir = out.join("checkpoints");

@@ -32,6 +32,7 @@ use smi::{AttractionNorm, Matrix, NoObserver, NutsSettings, Observer};
 use smi_data::{ColumnConvention, Prepared, Split, SplitKind, UciData, UciDataset};
 use smi_models::BnnRegression;
 
+use crate::cpu_time::CpuClock;
 use crate::locks;
 use crate::progress::Bar;
 use crate::records;
@@ -131,7 +132,8 @@ finite is recorded with status \"failed\" and its reason; it does not count as d
 run retries it, and reports ignore it. --list shows the unit list with the status of each unit.
 
 Records (uci.jsonl): experiment, dataset, split_kind, split, method, seed, config, version, \
-seconds, lr, metrics.{rmse, nll (proper: RMSE of the predictive mean, mixture NLL), rmse_paper \
+seconds (wall, fit and evaluation), cpu_seconds (CPU time of the process over the unit, all \
+threads; with --jobs above 1 it includes the units running beside it; null where unreadable), lr, metrics.{rmse, nll (proper: RMSE of the predictive mean, mixture NLL), rmse_paper \
 (over draws and points jointly), nll_paper (per-particle NLL for SVGD/ASVGD as in the paper's \
 code, = nll otherwise), seconds_per_step, steps}.";
 
@@ -547,6 +549,7 @@ impl Ctx<'_> {
             .prepared(&split)
             .with_context(|| format!("cannot prepare {}", u.label()))?;
         let t0 = Instant::now();
+        let cpu = CpuClock::start();
         let fitted = fit_and_evaluate(
             u.method,
             lr,
@@ -557,6 +560,7 @@ impl Ctx<'_> {
         )
         .with_context(|| format!("fitting {}", u.label()));
         let seconds = t0.elapsed().as_secs_f64();
+        let cpu_seconds = cpu.seconds();
         let unit_record = || {
             let mut m = Map::new();
             m.insert("dataset".into(), json!(u.dataset.short_name()));
@@ -567,6 +571,7 @@ impl Ctx<'_> {
             m.insert("config".into(), json!(config));
             m.insert("lr".into(), json!(lr));
             m.insert("seconds".into(), json!(seconds));
+            m.insert("cpu_seconds".into(), json!(cpu_seconds));
             m
         };
         let fit = match fitted {

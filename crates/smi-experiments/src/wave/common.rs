@@ -14,6 +14,7 @@ use smi::{Init, Matrix, MethodSettings, NutsSettings, OptimizerSettings, RunSett
 use smi_data::{WaveData, WavePhase, WaveSettings};
 use smi_models::{BnnRegression, Precision};
 
+use crate::cpu_time::CpuClock;
 use crate::progress::Bar;
 use crate::records;
 
@@ -310,6 +311,8 @@ pub struct Fitted {
     pub draws: Matrix,
     /// Wall-clock seconds of the fit.
     pub seconds: f64,
+    /// CPU seconds of the fit (all threads; `None` where unreadable).
+    pub cpu_seconds: Option<f64>,
     /// Steps run (NUTS: warm-up + draws).
     pub steps: u64,
     /// Steps skipped for non-finite values.
@@ -393,11 +396,14 @@ pub fn fit(problem: &Problem, spec: &FitSpec, label: &str) -> Result<Fitted> {
         _ => 50,
     };
     let mut bar = Bar::new(label, every);
+    let cpu = CpuClock::start();
     let out = smi::fit(model, &settings, &RunSettings::steps(spec.steps), &mut bar)
         .with_context(|| format!("{name} failed"))?;
+    let cpu_seconds = cpu.seconds();
     Ok(Fitted {
         draws: out.posterior.predictive_draws(spec.draws, &mut rng)?,
         seconds: out.seconds,
+        cpu_seconds,
         steps: out.steps,
         skipped_steps: out.skipped_steps,
         config: settings.to_json(),

@@ -6,6 +6,8 @@
 //! `<out>/wave-bands.jsonl` (the HDI band on the 500-point grid of one repeat per method and
 //! size, for the figure). Report: `wave.md` and `wave-hdi.png`.
 //!
+//! A unit already recorded with the same settings is skipped (see the command's help).
+//!
 //! HDI widths are averaged over the points of the visualisation grid (linspace(−2, 2, 500))
 //! that fall inside the training clusters ([−1.5, −0.5] ∪ [1.3, 1.7]) or strictly between
 //! them ((−0.5, 1.3)).
@@ -35,6 +37,14 @@ const BANDS: &str = "wave-bands";
 
 /// Options of `smi reproduce wave`.
 #[derive(clap::Args, Debug)]
+#[command(
+    after_long_help = "Resuming: a unit (method × size × repeat) whose record is already \
+in <out>/wave.jsonl with the same seed, phase, predictive draws and engine settings (steps \
+included) is skipped, so rerunning a command after an interruption runs only the missing units, \
+and asking for more repeats or methods adds only those. Records: method, size, hidden, repeat, \
+seed, master_seed, steps, seconds (fit, wall), cpu_seconds (fit, all threads), eval_seconds, \
+config (engine settings included), metrics."
+)]
 pub struct Args {
     #[command(flatten)]
     pub problem: ProblemArgs,
@@ -138,6 +148,8 @@ pub fn run(args: &Args) -> Result<()> {
     let seeds = repeat_seeds(args.problem.seed, plan.repeats);
     let mut done: Vec<Map<String, Value>> = Vec::new();
     let mut failed = Vec::new();
+    let recorded = records::read_succeeded(out, EXPERIMENT)?;
+    let mut skipped = 0usize;
     for &size in &plan.sizes {
         let problem = Problem::new(size, args.problem.phase)?;
         for (r, &seed) in seeds.iter().enumerate() {
@@ -152,21 +164,14 @@ pub fn run(args: &Args) -> Result<()> {
                     nuts: plan.nuts(size),
                 };
                 let label = format!("{} {} #{r}", method.name(), size.name());
-                let fitted = fit(&problem, &spec, &label)
-                    .with_context(|| format!("{label}: fitting failed"))?;
-                let eval = evaluate(&problem, &fitted.draws)
-                    .with_context(|| format!("{label}: evaluation failed"))?;
-                let record = json!({
+                // What makes a unit: a record with the same fields is its result, and a rerun
+                // skips it (the settings below are those the fit uses).
+                let identity = json!({
                     "method": method.name(),
                     "size": size.name(),
-                    "hidden": size.hidden(),
                     "repeat": r,
                     "seed": seed,
                     "master_seed": args.problem.seed,
-                    "steps": fitted.steps,
-                    "seconds": fitted.seconds,
-                    "eval_seconds": eval.seconds,
-                    "skipped_steps": fitted.skipped_steps,
                     "quick": args.quick,
                     "config": {
                         "phase": args.problem.phase.name(),
@@ -177,13 +182,33 @@ pub fn run(args: &Args) -> Result<()> {
                         "predictive_draws": plan.draws,
                         "hdi_mass": self::common::HDI_MASS,
                         "hdi_points": "visualisation grid linspace(-2, 2, 500): in = [-1.5,-0.5] ∪ [1.3,1.7], between = (-0.5, 1.3)",
-                        "engine": fitted.config,
+                        "engine": common::method_settings(&spec).to_json(),
                     },
-                    "metrics": eval.metrics(method),
                 });
-                let Value::Object(mut record) = record else {
+                let Value::Object(mut record) = identity else {
                     unreachable!("json! of an object literal")
                 };
+                if let Some(&earlier) = records::matching(&recorded, &record).last() {
+                    eprintln!("{label}: already recorded in {}, skipped", out.display());
+                    skipped += 1;
+                    done.push(earlier.clone());
+                    continue;
+                }
+                let fitted = fit(&problem, &spec, &label)
+                    .with_context(|| format!("{label}: fitting failed"))?;
+                let eval = evaluate(&problem, &fitted.draws)
+                    .with_context(|| format!("{label}: evaluation failed"))?;
+                for (key, value) in [
+                    ("hidden", json!(size.hidden())),
+                    ("steps", json!(fitted.steps)),
+                    ("seconds", json!(fitted.seconds)),
+                    ("cpu_seconds", json!(fitted.cpu_seconds)),
+                    ("eval_seconds", json!(eval.seconds)),
+                    ("skipped_steps", json!(fitted.skipped_steps)),
+                    ("metrics", Value::Object(eval.metrics(method))),
+                ] {
+                    record.insert(key.into(), value);
+                }
                 let failure = records::fail_if_non_finite(&mut record);
                 records::append(out, EXPERIMENT, record.clone())?;
                 if let Some(reason) = failure {
@@ -221,6 +246,12 @@ pub fn run(args: &Args) -> Result<()> {
                 done.push(record);
             }
         }
+    }
+    if skipped > 0 {
+        eprintln!(
+            "wave: {skipped} units skipped (already recorded in {})",
+            out.display()
+        );
     }
     println!("{}", summary_tables(&done, false));
     report(out)?;

@@ -9,6 +9,7 @@
 //! By default both LPPDs are the proper Σ_i log((1/S) Σ_s p(y_i|θ_s)); `--svgd-lppd paper`
 //! gives SVGD the paper's log-sum (no 1/m, docs/algorithms.md §8), which inflates it by n·ln m.
 //! Records: `<out>/recovery.jsonl`, one per size × region × repeat. Report: `recovery.md`.
+//! A repeat already recorded with the same settings is skipped (see the command's help).
 
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
@@ -45,6 +46,13 @@ impl SvgdLppd {
 
 /// Options of `smi reproduce recovery`.
 #[derive(clap::Args, Debug)]
+#[command(
+    after_long_help = "Resuming: a repeat (size × repeat) whose three region records are \
+already in <out>/recovery.jsonl with the same seed, cap, steps, SVGD LPPD kind, phase, SMI \
+predictive draws and SMI engine settings is skipped, so rerunning a command after an \
+interruption runs only the missing repeats, and asking for more repeats adds only those (the \
+repeat seeds come from the master seed in order). A repeat interrupted midway starts over."
+)]
 pub struct Args {
     #[command(flatten)]
     pub problem: ProblemArgs,
@@ -104,6 +112,8 @@ pub fn run(args: &Args) -> Result<()> {
     let counts = particle_counts(cap);
     let mut done = Vec::new();
     let mut failed = Vec::new();
+    let recorded = records::read_succeeded(out, EXPERIMENT)?;
+    let mut skipped = 0usize;
     for &size in &sizes {
         let problem = Problem::new(size, args.problem.phase)?;
         for (r, &seed) in seeds.iter().enumerate() {
@@ -117,6 +127,37 @@ pub fn run(args: &Args) -> Result<()> {
                 nuts: default_nuts(size),
             };
             let label = format!("smi {} #{r}", size.name());
+            let identity = json!({
+                "method": "svgd-vs-smi",
+                "size": size.name(),
+                "repeat": r,
+                "seed": seed,
+                "master_seed": args.problem.seed,
+                "max_particles": cap,
+                "svgd_lppd": args.svgd_lppd.name(),
+                "steps": steps,
+                "quick": q,
+            });
+            let Value::Object(identity) = identity else {
+                unreachable!("json! of an object literal")
+            };
+            let earlier = earlier_repeat(
+                &recorded,
+                &identity,
+                args.problem.phase.name(),
+                draws,
+                &super::common::method_settings(&spec(Method::Smi, PARTICLES)).to_json(),
+            );
+            if let Some(earlier) = earlier {
+                eprintln!(
+                    "recovery {} #{r}: already recorded in {}, skipped",
+                    size.name(),
+                    out.display()
+                );
+                skipped += 1;
+                done.extend(earlier);
+                continue;
+            }
             let smi_fit = fit(&problem, &spec(Method::Smi, PARTICLES), &label)
                 .with_context(|| format!("{label}: fitting failed"))?;
             let smi_eval = evaluate(&problem, &smi_fit.draws)
@@ -131,6 +172,7 @@ pub fn run(args: &Args) -> Result<()> {
             let mut recovered: BTreeMap<Region, usize> = BTreeMap::new();
             let mut trail: BTreeMap<Region, Map<String, Value>> = BTreeMap::new();
             let mut svgd_seconds = Map::new();
+            let mut cpu_seconds = smi_fit.cpu_seconds;
             let mut svgd_config = Value::Null;
             for &m in &counts {
                 let label = format!("svgd m={m} {} #{r}", size.name());
@@ -139,6 +181,7 @@ pub fn run(args: &Args) -> Result<()> {
                 let e = evaluate(&problem, &f.draws)
                     .with_context(|| format!("{label}: evaluation failed"))?;
                 svgd_seconds.insert(m.to_string(), json!(f.seconds));
+                cpu_seconds = cpu_seconds.zip(f.cpu_seconds).map(|(a, b)| a + b);
                 svgd_config = f.config;
                 let mut line = Vec::new();
                 for region in Region::ALL {
@@ -180,6 +223,7 @@ pub fn run(args: &Args) -> Result<()> {
                     "steps": steps,
                     "seconds": smi_fit.seconds
                         + svgd_seconds.values().filter_map(Value::as_f64).sum::<f64>(),
+                    "cpu_seconds": cpu_seconds,
                     "quick": q,
                     "config": {
                         "phase": args.problem.phase.name(),
@@ -214,6 +258,12 @@ pub fn run(args: &Args) -> Result<()> {
             }
         }
     }
+    if skipped > 0 {
+        eprintln!(
+            "recovery: {skipped} repeats skipped (already recorded in {})",
+            out.display()
+        );
+    }
     println!("{}", median_table(&done));
     report(out)?;
     super::common::finish(
@@ -223,6 +273,33 @@ pub fn run(args: &Args) -> Result<()> {
         "recovery records",
         &failed,
     )
+}
+
+/// The records of one repeat already in the file (one per region, the last of each), when all
+/// regions are there with the same identity fields, phase, SMI predictive draws and SMI engine
+/// settings; `None` when the repeat must run.
+fn earlier_repeat(
+    recorded: &[Map<String, Value>],
+    identity: &Map<String, Value>,
+    phase: &str,
+    draws: usize,
+    smi_engine: &Value,
+) -> Option<Vec<Map<String, Value>>> {
+    // the same round trip as a stored record's
+    let smi_engine: Value = serde_json::from_str(&smi_engine.to_string()).ok()?;
+    let mut by_region: BTreeMap<&str, &Map<String, Value>> = BTreeMap::new();
+    for r in records::matching(recorded, identity) {
+        let same = records::text(r, "config.phase") == Some(phase)
+            && records::num(r, "config.smi_predictive_draws") == Some(draws as f64)
+            && records::get(r, "config.smi") == Some(&smi_engine);
+        if let (true, Some(region)) = (same, records::text(r, "region")) {
+            by_region.insert(region, r);
+        }
+    }
+    Region::ALL
+        .iter()
+        .map(|region| by_region.get(region.name()).map(|&r| r.clone()))
+        .collect()
 }
 
 /// numpy-style median of recovery points; a capped point counts as +∞. `None` when the median
