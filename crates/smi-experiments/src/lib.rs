@@ -16,6 +16,7 @@ pub mod cpu_time;
 pub mod limits;
 pub mod locks;
 pub mod mnist;
+pub mod paper;
 pub mod plot;
 pub mod progress;
 pub mod records;

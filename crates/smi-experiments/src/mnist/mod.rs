@@ -13,6 +13,7 @@
 
 mod evaluate;
 use evaluate::{evaluate, METRICS};
+mod paper_table;
 mod report;
 mod train;
 

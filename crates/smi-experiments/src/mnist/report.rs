@@ -38,7 +38,7 @@ const STANDARD_COLUMNS: [Column; 4] = [
 
 /// The per-draw values of `key` in a record (finite values only), or the mean alone when the
 /// record has no per-draw array.
-fn samples(r: &Map<String, Value>, key: &str) -> Vec<f64> {
+pub(super) fn samples(r: &Map<String, Value>, key: &str) -> Vec<f64> {
     match records::get(r, &format!("metrics.per_draw.{key}")).and_then(Value::as_array) {
         Some(a) => a
             .iter()
@@ -197,6 +197,7 @@ pub fn report(out: &Path) -> Result<()> {
         md.push_str(&metric_table(&rows, &STANDARD_COLUMNS));
         md.push('\n');
     }
+    md.push_str(&super::paper_table::beside_the_paper(&latest));
     md.push_str("## Runs and time per epoch\n\n");
     md.push_str(
         "Seconds per epoch = training seconds / epochs (evaluation and checkpoint writes \

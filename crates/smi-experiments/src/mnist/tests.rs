@@ -113,3 +113,42 @@ fn paper_style_cells() {
         "1.500 ± .250"
     );
 }
+
+#[test]
+fn the_report_puts_ours_beside_the_paper() {
+    // Per-draw accuracies 0.95 and 0.96 (.955 ± .005), a mean-only NLL, CPU time 0.5 s per
+    // step over 7 200 steps = 1 h; SVGD from a binary without CPU time.
+    let Value::Object(smi) = json!({"layers": 1, "method": "smi", "epochs": 3, "steps": 7200,
+        "config": "c",
+        "metrics": {"nll": 0.05, "ece": 0.1, "cpu_seconds_per_step": 0.5,
+                    "per_draw": {"acc": [0.95, 0.96]}}})
+    else {
+        unreachable!()
+    };
+    let Value::Object(svgd) = json!({"layers": 2, "method": "svgd", "epochs": 1, "steps": 10,
+        "config": "c", "metrics": {"acc": 0.9, "nll": 0.2, "ece": 0.2}})
+    else {
+        unreachable!()
+    };
+    let dir = tempfile::tempdir().unwrap();
+    let out = dir.path();
+    records::append(out, EXPERIMENT, smi).unwrap();
+    records::append(out, EXPERIMENT, svgd).unwrap();
+    report(out).unwrap();
+    let md = std::fs::read_to_string(out.join("mnist.md")).unwrap();
+    let section = &md[md.find("## Beside the paper").unwrap()..md.find("## Runs").unwrap()];
+    // the paper's 1-layer SMI: Acc .957 ± .003, NLL .039 ± .003, ECE .148 ± .012 (§9.3)
+    assert!(
+        section.contains(
+            "| SMI | 3 | .955 ± .005 | .957 ± .003 | .050 ± .000 | .039 ± .003 | .100 ± .000 | \
+             .148 ± .012 | 1.00 |"
+        ),
+        "{section}"
+    );
+    assert!(section.contains("### 2 hidden layers"), "{section}");
+    assert!(
+        section.contains("| SVGD | 1 | .900 ± .000 | .940 ± .002 |"),
+        "{section}"
+    );
+    assert!(section.contains(".135 ± .013 | – |"), "{section}");
+}

@@ -10,6 +10,7 @@
 //! another run sharing the output folder is skipped, so identical runs split the work.
 
 mod lr;
+mod paper_table;
 mod parse;
 mod report;
 mod settings;

@@ -6,10 +6,11 @@ use crate::plot::thousands;
 
 /// Per-split values of one (split kind, data set, method) cell.
 #[derive(Default, Clone)]
-struct Cell {
-    config: String,
-    /// split → (rmse, nll, rmse_paper, nll_paper, seconds_per_step)
-    splits: BTreeMap<u64, [f64; 5]>,
+pub(super) struct Cell {
+    pub(super) config: String,
+    /// split → (rmse, nll, rmse_paper, nll_paper, seconds_per_step, cpu_seconds); NaN where the
+    /// record lacks the value (`cpu_seconds`: records of binaries older than the field)
+    pub(super) splits: BTreeMap<u64, [f64; 6]>,
 }
 
 /// Rebuilds `uci.md` from `uci.jsonl` (nothing when there are no records); records of failed
@@ -34,6 +35,7 @@ pub fn report(out: &Path) -> Result<()> {
                 "metrics.rmse_paper",
                 "metrics.nll_paper",
                 "metrics.seconds_per_step",
+                "cpu_seconds",
             ]
             .map(|k| records::num(r, k).unwrap_or(f64::NAN));
             Some((kind, ds, method, split, config, v))
@@ -91,6 +93,7 @@ pub fn report(out: &Path) -> Result<()> {
             1,
         ),
     ];
+    md.push_str(&super::paper_table::beside_the_paper(&cells));
     for (title, what, ir, in_) in variants {
         md.push_str(&format!("## {title}\n\n{what}\n\n"));
         for kind in &kinds {
@@ -174,7 +177,7 @@ fn settings_line(cells: &BTreeMap<(String, UciDataset, Method), Cell>) -> String
     )
 }
 
-fn kind_title(kind: &str) -> &str {
+pub(super) fn kind_title(kind: &str) -> &str {
     match kind {
         "standard" => "Standard",
         "gap10" => "Gap10",
@@ -183,7 +186,7 @@ fn kind_title(kind: &str) -> &str {
 }
 
 /// Decimals for a row whose largest |mean| is `scale`.
-fn digits(scale: f64) -> usize {
+pub(super) fn digits(scale: f64) -> usize {
     if scale < 0.1 {
         4
     } else if scale < 1.0 {

@@ -89,3 +89,50 @@ fn configs_differ_by_setting() {
         }
     }
 }
+
+#[test]
+fn the_report_puts_ours_beside_the_paper() {
+    // Two SMI splits of Boston (NLL 2.0 and 3.0: 2.50 ± 0.50; RMSE 3.0 and 3.5) and one
+    // Kin8nm MAP split from an older binary without cpu_seconds.
+    let rec = |ds: &str, m: &str, split: u64, nll: f64, rmse: f64, cpu: Option<f64>| {
+        let Value::Object(mut r) = json!({"dataset": ds, "method": m, "split_kind": "standard",
+            "split": split, "config": "c",
+            "metrics": {"nll": nll, "rmse": rmse, "nll_paper": nll, "rmse_paper": rmse,
+                        "seconds_per_step": 0.001}})
+        else {
+            unreachable!()
+        };
+        if let Some(c) = cpu {
+            r.insert("cpu_seconds".into(), json!(c));
+        }
+        r
+    };
+    let dir = tempfile::tempdir().unwrap();
+    let out = dir.path();
+    records::append(
+        out,
+        EXPERIMENT,
+        rec("boston", "smi", 0, 2.0, 3.0, Some(5400.0)),
+    )
+    .unwrap();
+    records::append(out, EXPERIMENT, rec("boston", "smi", 1, 3.0, 3.5, None)).unwrap();
+    records::append(out, EXPERIMENT, rec("kin8nm", "map", 0, -0.5, 0.08, None)).unwrap();
+    report(out).unwrap();
+    let md = std::fs::read_to_string(out.join("uci.md")).unwrap();
+    let section =
+        &md[md.find("## Beside the paper").unwrap()..md.find("## Paper metrics").unwrap()];
+    // ours beside the paper's 2.6 ± 0.6 and 2.9 ± 0.7 (docs/algorithms.md §9.1); CPU hours
+    // of the one split that has them
+    assert!(
+        section.contains("| boston | SMI | 2 | 2.50 ± 0.50 | 2.6 ± 0.6 | 3.25 ± 0.25 | 2.9 ± 0.7 | 1.50 (1 of 2) |"),
+        "{section}"
+    );
+    // the paper prints Kin8nm's RMSE without a std; none of our units has CPU time
+    assert!(
+        section.contains(
+            "| kin8nm | MAP | 1 | -0.500 ± 0.000 | -0.5 ± 0.0 | 0.0800 ± 0.0000 | 0.1 | – |"
+        ),
+        "{section}"
+    );
+    assert!(!section.contains("### Gap10"), "{section}");
+}

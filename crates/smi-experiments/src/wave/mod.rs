@@ -12,6 +12,7 @@
 //! that fall inside the training clusters ([−1.5, −0.5] ∪ [1.3, 1.7]) or strictly between
 //! them ((−0.5, 1.3)).
 
+mod beside_paper;
 pub mod common;
 mod figure;
 pub mod recovery;
@@ -395,6 +396,7 @@ pub fn report(out: &Path) -> Result<()> {
         );
         md.push_str(&summary_tables(&recs, true));
         md.push_str("\n![90 % HDI of y_loc](wave-hdi.png)\n");
+        md.push_str(&beside_paper::hdi_claims(&recs));
         let p = out.join("wave.md");
         records::write_atomic(&p, md.as_bytes())
             .with_context(|| format!("cannot write {}", p.display()))?;

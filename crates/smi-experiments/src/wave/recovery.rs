@@ -331,34 +331,65 @@ fn median_cell(points: &[(usize, bool)]) -> String {
     }
 }
 
+/// A record's (SVGD LPPD kind, size, region), recovery point and whether it was capped; `None`
+/// for a record without them.
+pub(super) fn recovery_key(r: &Map<String, Value>) -> Option<(PointKey, (usize, bool))> {
+    let size = records::text(r, "size").and_then(Size::from_name)?;
+    let region = records::text(r, "region").and_then(Region::from_name)?;
+    let point = records::num(r, "recovery_point")?;
+    let kind = records::text(r, "svgd_lppd")
+        .unwrap_or("proper")
+        .to_string();
+    let capped = records::get(r, "capped")
+        .and_then(Value::as_bool)
+        .unwrap_or(false);
+    Some(((kind, size, region), (point as usize, capped)))
+}
+
+/// (SVGD LPPD kind, size, region): the key of a median.
+pub(super) type PointKey = (String, Size, Region);
+
+/// The recovery points of `recs` per (SVGD LPPD kind, size, region).
+pub(super) fn points(recs: &[Map<String, Value>]) -> BTreeMap<PointKey, Vec<(usize, bool)>> {
+    let mut groups: BTreeMap<PointKey, Vec<(usize, bool)>> = BTreeMap::new();
+    for (key, point) in recs.iter().filter_map(recovery_key) {
+        groups.entry(key).or_default().push(point);
+    }
+    groups
+}
+
+/// The median cells of `kind` and `size` per region (in [`Region::ALL`]'s order; `–` for a
+/// region without points) and the most repeats behind one of them.
+pub(super) fn medians(
+    groups: &BTreeMap<PointKey, Vec<(usize, bool)>>,
+    kind: &str,
+    size: Size,
+) -> ([String; 3], usize) {
+    let mut repeats = 0;
+    let cells = Region::ALL.map(|r| {
+        let pts = groups
+            .get(&(kind.to_string(), size, r))
+            .map_or(&[][..], Vec::as_slice);
+        repeats = repeats.max(pts.len());
+        if pts.is_empty() {
+            "–".to_string()
+        } else {
+            median_cell(pts)
+        }
+    });
+    (cells, repeats)
+}
+
 /// The paper's table: median R over repeats per size (rows) and region (columns), one table
 /// per LPPD kind.
 fn median_table(recs: &[Map<String, Value>]) -> String {
-    type Key = (String, Size, Region);
-    let mut groups: BTreeMap<Key, Vec<(usize, bool)>> = BTreeMap::new();
+    let groups = points(recs);
     let mut smi_s: BTreeMap<(String, Size), Vec<f64>> = BTreeMap::new();
     for r in recs {
-        let (Some(size), Some(region), Some(point)) = (
-            records::text(r, "size").and_then(Size::from_name),
-            records::text(r, "region").and_then(Region::from_name),
-            records::num(r, "recovery_point"),
-        ) else {
-            continue;
-        };
-        let kind = records::text(r, "svgd_lppd")
-            .unwrap_or("proper")
-            .to_string();
-        let capped = records::get(r, "capped")
-            .and_then(Value::as_bool)
-            .unwrap_or(false);
-        groups
-            .entry((kind.clone(), size, region))
-            .or_default()
-            .push((point as usize, capped));
-        if region == Region::In {
-            if let Some(s) = records::num(r, "metrics.smi_seconds") {
-                smi_s.entry((kind, size)).or_default().push(s);
-            }
+        if let (Some(((kind, size, Region::In), _)), Some(s)) =
+            (recovery_key(r), records::num(r, "metrics.smi_seconds"))
+        {
+            smi_s.entry((kind, size)).or_default().push(s);
         }
     }
     let mut kinds: Vec<String> = groups.keys().map(|k| k.0.clone()).collect();
@@ -373,20 +404,9 @@ fn median_table(recs: &[Map<String, Value>]) -> String {
                     .any(|&r| groups.contains_key(&(kind.clone(), s, r)))
             })
             .map(|s| {
+                let (cells, n) = medians(&groups, &kind, s);
                 let mut row = vec![s.name().to_string()];
-                let mut n = 0;
-                for r in Region::ALL {
-                    let pts = groups
-                        .get(&(kind.clone(), s, r))
-                        .cloned()
-                        .unwrap_or_default();
-                    n = n.max(pts.len());
-                    row.push(if pts.is_empty() {
-                        "–".into()
-                    } else {
-                        median_cell(&pts)
-                    });
-                }
+                row.extend(cells);
                 row.push(n.to_string());
                 let secs = smi_s.get(&(kind.clone(), s)).cloned().unwrap_or_default();
                 row.push(if secs.is_empty() {
@@ -444,6 +464,7 @@ pub fn report(out: &Path) -> Result<()> {
          moderate 1 / >256 / >256 (In / Between / Entire).\n",
     );
     md.push_str(&median_table(&recs));
+    md.push_str(&super::beside_paper::recovery_section(&recs));
     let p = out.join("recovery.md");
     records::write_atomic(&p, md.as_bytes())
         .with_context(|| format!("cannot write {}", p.display()))?;
