@@ -188,7 +188,7 @@ impl<'a, M: LogDensity + ?Sized> Svi<'a, M> {
         try_resize(&mut sc.theta, s * d, "the step's S×d draws")?;
         try_resize(&mut sc.logp, s, "the step's S log densities")?;
         try_resize(&mut sc.grad, s * d, "the step's S×d gradients")?;
-        st.guide.draw_noise(&mut state.rng, &mut sc.eps);
+        st.guide.draw_noise(&mut state.rng, &mut sc.eps, d);
         let mut batch = match rows {
             None => self.batcher.draw(&mut state.rng, s),
             Some(r) => Batch::shared(r.to_vec(), self.model.num_data()),

@@ -29,6 +29,9 @@ fn smi(optimizer: OptimizerSettings) -> MethodSettings {
     })
 }
 
+/// An engine family's settings for an optimizer ([`smi`], [`ovi`]).
+type Family = fn(OptimizerSettings) -> MethodSettings;
+
 fn ovi(optimizer: OptimizerSettings) -> MethodSettings {
     MethodSettings::Svi(SviSettings {
         num_elbo_particles: 2,
@@ -100,7 +103,11 @@ fn a_checkpoint_mid_schedule_resumes_bit_identically() {
         LrSchedule::step(0.5, 17),
         LrSchedule::exponential(0.3, 50).with_warmup(3),
     ];
-    for family in [smi, ovi] {
+    // the late split of each family: after the quick plateau rule's first cut and before its
+    // last (chosen for these seeds when the noise became one stream per draw: SMI's first cut
+    // then came at step 84–90, OVI's at 6–37)
+    let families: [(Family, u64); 2] = [(smi, 95), (ovi, 83)];
+    for (family, late) in families {
         for schedule in schedules {
             let settings = family(OptimizerSettings::adam(0.05).with_schedule(schedule));
             let e = settings.build(&m).unwrap();
@@ -119,9 +126,9 @@ fn a_checkpoint_mid_schedule_resumes_bit_identically() {
                     full.state.lr_schedule
                 );
             }
-            // Split mid-warm-up (5), mid-window of both rules (37), and late (83).
+            // Split mid-warm-up (5), mid-window of both rules (37), and late.
             let mut split_cuts = Vec::new();
-            for split in [5, 37, 83] {
+            for split in [5, 37, late] {
                 let first = RunSettings {
                     max_steps: split,
                     checkpoint: Some(path.clone()),

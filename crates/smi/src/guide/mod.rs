@@ -5,11 +5,12 @@
 //! row of an m×p [`Matrix`].
 
 pub(crate) mod delta;
+mod noise;
 pub(crate) mod normal;
 
-use rand::{Rng, SeedableRng};
-use rand_distr::{Distribution, StandardNormal};
-use rayon::prelude::*;
+pub(crate) use noise::NoiseKey;
+
+use rand::Rng;
 use serde::{Deserialize, Serialize};
 
 use crate::error::{Error, Result};
@@ -17,9 +18,6 @@ use crate::matrix::Matrix;
 use crate::model::inv_softplus;
 use crate::model::Layout;
 use crate::model::LogDensity;
-
-/// Noise values per independently seeded block in [`GuideSettings::draw_noise`].
-pub const NOISE_BLOCK: usize = 1 << 16;
 
 /// Which guide family each particle parameterises.
 #[derive(Clone, Copy, Debug, PartialEq, Serialize, Deserialize)]
@@ -244,29 +242,25 @@ impl GuideSettings {
         Ok(())
     }
 
-    /// Fills `eps` with standard-normal noise (nothing for Delta).
+    /// Fills `eps` (rows of `row_len` values) with standard-normal noise (nothing for Delta).
     ///
-    /// Large buffers are filled in parallel: the buffer is cut into blocks of
-    /// `NOISE_BLOCK` values, each drawn from its own ChaCha8 stream seeded by one `u64` from
-    /// `rng`, so the result depends only on `rng`'s state, not on the thread count.
-    pub fn draw_noise<R: Rng + ?Sized>(&self, rng: &mut R, eps: &mut [f64]) {
-        if eps.len() <= NOISE_BLOCK {
-            for e in eps.iter_mut() {
-                *e = StandardNormal.sample(rng);
-            }
-            return;
+    /// One 32-byte ChaCha8 key is drawn from `rng` (Normal only: Delta draws nothing); row k
+    /// of `eps` is ChaCha8 stream k under that key, so every row can be drawn on its own and
+    /// the result depends only on `rng`'s state, not on the thread count. Large buffers are
+    /// filled in parallel.
+    pub fn draw_noise<R: Rng + ?Sized>(&self, rng: &mut R, eps: &mut [f64], row_len: usize) {
+        if let Some(key) = self.noise_key(rng) {
+            key.fill_rows(0, row_len, eps);
         }
-        let seeds: Vec<u64> = (0..eps.len().div_ceil(NOISE_BLOCK))
-            .map(|_| rng.random())
-            .collect();
-        eps.par_chunks_mut(NOISE_BLOCK)
-            .zip(seeds)
-            .for_each(|(chunk, seed)| {
-                let mut r = rand_chacha::ChaCha8Rng::seed_from_u64(seed);
-                for e in chunk.iter_mut() {
-                    *e = StandardNormal.sample(&mut r);
-                }
-            });
+    }
+
+    /// The key of one step's noise, drawn from `rng` (see [`GuideSettings::draw_noise`]);
+    /// `None`, and nothing drawn, for Delta.
+    pub(crate) fn noise_key<R: Rng + ?Sized>(&self, rng: &mut R) -> Option<NoiseKey> {
+        match self {
+            GuideSettings::Normal { .. } => Some(NoiseKey::draw(rng)),
+            GuideSettings::Delta => None,
+        }
     }
 
     /// Reparameterised draws from one particle: `theta` (S×d) from `psi` (p) and `eps`

@@ -239,10 +239,35 @@ pub fn pullback(psi: &[f64], eps: &[f64], delta: &[f64], out: &mut [f64]) {
     }
 }
 
-/// Columns `c0 .. c0 + loc_out.len()` of [`pullback`] for the directions
+/// The fewest draws per chunk of a particle's S draws in the SMI step's pull-back: each chunk's
+/// directions are summed into a partial sum of their own, and the partial sums are added in
+/// chunk order (a size fixed by d, so that the step's chunks, its parallel tasks, do not depend
+/// on the threads).
+pub(crate) const CHUNK_DRAWS: usize = 8;
+
+/// Values of a chunk of draws for small d (more draws than [`CHUNK_DRAWS`] per chunk, so that the
+/// mixture's products of a chunk are not tiny).
+const CHUNK_VALUES: usize = 1 << 15;
+
+/// The chunks of S draws (S ≥ 1) of dimension `d`: max([`CHUNK_DRAWS`], 32 768 / d) draws each,
+/// the last one the rest; a last chunk of one draw joins the one before (no chunk has one draw
+/// unless S = 1).
+pub(crate) fn draw_chunks(s: usize, d: usize) -> impl Iterator<Item = std::ops::Range<usize>> {
+    let size = (CHUNK_VALUES / d.max(1)).max(CHUNK_DRAWS);
+    let n = if s > 1 && s % size == 1 {
+        s / size
+    } else {
+        s.div_ceil(size)
+    }
+    .max(1);
+    (0..n).map(move |c| c * size..if c + 1 == n { s } else { (c + 1) * size })
+}
+
+/// Columns `c0 .. c0 + loc_out.len()` of the SMI step's pull-back for the directions
 /// δ_s = τ·`grad`_s − `gradq`_s (S×d each), formed on the fly instead of stored: ∂/∂loc into
-/// `loc_out`, ∂/∂ρ into `rho_out` (same length). The same operations in the same order as
-/// `pullback` on the stored δ, so the result is bit-identical to it.
+/// `loc_out`, ∂/∂ρ into `rho_out` (same length). [`pullback`]'s formula, its sums over the S
+/// draws taken per chunk of [`draw_chunks`] and the chunks' sums added in order (the fused
+/// step's order: both give the same bits).
 #[allow(clippy::too_many_arguments)]
 pub(crate) fn pullback_cols(
     psi: &[f64],
@@ -256,11 +281,37 @@ pub(crate) fn pullback_cols(
 ) {
     let d = psi.len() / 2;
     let w = loc_out.len();
-    let s_count = (grad.len() / d.max(1)).max(1) as f64;
+    let s = grad.len() / d.max(1);
     loc_out.fill(0.0);
     rho_out.fill(0.0);
-    accumulate_directions(d, eps, grad, gradq, tau, c0, loc_out, rho_out);
-    finish_pullback(&psi[d + c0..d + c0 + w], s_count, loc_out, rho_out);
+    let mut part = vec![0.0; 2 * w];
+    for rows in draw_chunks(s, d) {
+        part.fill(0.0);
+        let (pl, pr) = part.split_at_mut(w);
+        let r = rows.start * d..rows.end * d;
+        accumulate_directions(
+            d,
+            &eps[r.clone()],
+            &grad[r.clone()],
+            &gradq[r],
+            tau,
+            c0,
+            pl,
+            pr,
+        );
+        add_partial(loc_out, rho_out, pl, pr);
+    }
+    finish_pullback(&psi[d + c0..d + c0 + w], s.max(1) as f64, loc_out, rho_out);
+}
+
+/// Adds one chunk's partial sums (`part_loc`, `part_rho`) to the totals.
+pub(crate) fn add_partial(loc: &mut [f64], rho: &mut [f64], part_loc: &[f64], part_rho: &[f64]) {
+    for (t, v) in loc.iter_mut().zip(part_loc) {
+        *t += v;
+    }
+    for (t, v) in rho.iter_mut().zip(part_rho) {
+        *t += v;
+    }
 }
 
 /// Adds Σ_s δ_s and Σ_s δ_s ⊙ ε_s over the rows s of `grad`, `gradq`, `eps` (S×d each,
@@ -429,6 +480,21 @@ mod tests {
                 );
             }
         }
+    }
+
+    #[test]
+    fn chunks_of_draws_cover_the_draws_in_order_and_never_leave_one_draw_alone() {
+        let chunks = |s: usize, d: usize| draw_chunks(s, d).collect::<Vec<_>>();
+        // boston's d = 3 302: 32 768 / d = 9 draws a chunk; the last one takes the 10 left
+        let boston = chunks(100, 3302);
+        assert_eq!(boston.len(), 11);
+        assert_eq!(boston[10], 90..100);
+        // large d: 8 draws a chunk, a last draw of its own joins the chunk before
+        assert_eq!(chunks(17, 20_000), vec![0..8, 8..17]);
+        assert_eq!(chunks(19, 20_000), vec![0..8, 8..16, 16..19]);
+        // small d: one chunk; S = 1 is a chunk of one draw
+        assert_eq!(chunks(100, 100), vec![0..100]);
+        assert_eq!(chunks(1, 20_000), vec![0..1]);
     }
 
     #[test]

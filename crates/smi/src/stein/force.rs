@@ -4,7 +4,7 @@
 use rayon::prelude::*;
 
 use crate::error::{Error, Result};
-use crate::guide::{normal, GuideSettings};
+use crate::guide::{normal, GuideSettings, NoiseKey};
 use crate::matrix::{try_resize, Matrix};
 use crate::model::Batch;
 use crate::model::LogDensity;
@@ -22,8 +22,10 @@ const PULLBACK_COLS: usize = 256;
 /// Reusable buffers for one step (sized on first use).
 #[derive(Default, Debug)]
 pub(crate) struct Scratch {
-    /// Standard-normal noise of the current step (K×noise_dim), filled by the engine.
-    pub(crate) eps: Vec<f64>,
+    /// Standard-normal noise of the current step (K×noise_dim) on the unfused path.
+    eps: Vec<f64>,
+    /// The fused step's partial ĝ of its chunks of draws.
+    partials: Vec<f64>,
     theta: Vec<f64>,
     logp: Vec<f64>,
     grad: Vec<f64>,
@@ -32,6 +34,15 @@ pub(crate) struct Scratch {
     /// With shared parameters: the Stein part of the draws (K×d_T) and of their gradients.
     theta_stein: Vec<f64>,
     grad_stein: Vec<f64>,
+}
+
+/// Where a step's noise rows come from.
+#[derive(Clone, Copy)]
+pub(crate) enum Noise<'a> {
+    /// Drawn from the step's key where they are used (row k: stream k, [`NoiseKey`]).
+    Key(&'a NoiseKey),
+    /// Given: K×noise_dim values (empty for Delta).
+    Given(&'a [f64]),
 }
 
 /// The shared point of a step: the column split and η.
@@ -54,8 +65,8 @@ pub(crate) struct ElboGradients {
 /// The ELBO gradients of `groups` independent sets of draws.
 ///
 /// `particles` are the Stein part of the particles (m×p_T, all of them without shared
-/// parameters); `eps` holds `groups·m·S` rows of noise of the Stein part (row (g·m + i)·S + s is
-/// draw s of particle i in group g); `batch` covers the same `groups·m·S` draws. With `shared`,
+/// parameters); `noise` gives `groups·m·S` rows of noise of the Stein part (row (g·m + i)·S + s
+/// is draw s of particle i in group g); `batch` covers the same `groups·m·S` draws. With `shared`,
 /// each draw's shared columns are η. Returns one m×p_T matrix of ĝ per group, the mixture-ELBO
 /// estimate mean(τ·log p − log q_mix) over all draws, and ∇_η L.
 ///
@@ -66,7 +77,7 @@ pub(crate) fn elbo_gradients<M: LogDensity + ?Sized>(
     model: &M,
     guide: &GuideSettings,
     particles: &Matrix,
-    eps: &[f64],
+    noise: Noise<'_>,
     batch: &Batch,
     tau: f64,
     draws_per_particle: usize,
@@ -80,6 +91,8 @@ pub(crate) fn elbo_gradients<M: LogDensity + ?Sized>(
     let s = draws_per_particle;
     let k = groups * m * s;
     let Scratch {
+        eps,
+        partials,
         theta,
         logp,
         grad,
@@ -87,7 +100,6 @@ pub(crate) fn elbo_gradients<M: LogDensity + ?Sized>(
         gradq,
         theta_stein,
         grad_stein,
-        ..
     } = scratch;
     // Sizes from user settings (m, S): a failed allocation is an error, not an abort.
     try_resize(logp, k, "the step's K log densities")?;
@@ -97,12 +109,21 @@ pub(crate) fn elbo_gradients<M: LogDensity + ?Sized>(
         && matches!(guide, GuideSettings::Normal { .. })
         && !model.one_call_per_step()
     {
-        // the common case, fused per block of draws (no K×d buffers of θ or gradients); a
+        // the common case, fused per chunk of draws (no K×d buffers of ε, θ or gradients); a
         // model that wants all K draws in one call (LogDensity::one_call_per_step) goes below
         return super::fused::elbo_gradients_normal(
-            model, particles, eps, batch, tau, s, groups, logp, logq,
+            model, particles, noise, batch, tau, s, groups, logp, logq, partials,
         );
     }
+    let nd = guide.noise_dim(dt);
+    let eps: &[f64] = match noise {
+        Noise::Given(e) => e,
+        Noise::Key(key) => {
+            try_resize(eps, k * nd, "the step's noise")?;
+            key.fill_rows(0, nd, &mut eps[..k * nd]);
+            &eps[..k * nd]
+        }
+    };
     try_resize(theta, k * d, "the step's K×d draws")?;
     try_resize(grad, k * d, "the step's K×d gradients")?;
     try_resize(gradq, k * dt, "the step's K×d mixture gradients")?;
@@ -136,9 +157,9 @@ pub(crate) fn elbo_gradients<M: LogDensity + ?Sized>(
     }
     elbo /= k as f64;
     // δ = τ·∇log p − ∇log q_mix is formed inside the pull-back (no pass of its own), which runs
-    // in parallel over (particle, block of columns): every column's sums over the S draws keep
-    // their order, so ĝ does not depend on the blocks or the threads.
-    let nd = guide.noise_dim(dt);
+    // in parallel over (particle, block of columns): every column sums its S draws per chunk of
+    // draws and the chunks in order (`normal::draw_chunks`, as the fused step), so ĝ does not
+    // depend on the blocks or the threads.
     let p = particles.cols();
     let width = PULLBACK_COLS.min(dt).max(1);
     let mut ghats = Vec::with_capacity(groups);
@@ -251,9 +272,20 @@ mod tests {
     ) -> Vec<Matrix> {
         let mut sc = Scratch::default();
         let batch = Batch::full();
-        elbo_gradients(target, guide, parts, eps, &batch, 1.0, s, 1, None, &mut sc)
-            .unwrap()
-            .ghats
+        elbo_gradients(
+            target,
+            guide,
+            parts,
+            Noise::Given(eps),
+            &batch,
+            1.0,
+            s,
+            1,
+            None,
+            &mut sc,
+        )
+        .unwrap()
+        .ghats
     }
 
     fn log_n(x: f64, mu: f64, s: f64) -> f64 {
@@ -281,7 +313,7 @@ mod tests {
             &model(),
             &guide,
             &parts,
-            &eps,
+            Noise::Given(&eps),
             &Batch::full(),
             1.0,
             1,
@@ -380,7 +412,7 @@ mod tests {
         let mut rng = <rand_chacha::ChaCha8Rng as rand::SeedableRng>::seed_from_u64(11);
         let guide = GuideSettings::normal();
         let mut eps = vec![0.0; m * s * d];
-        guide.draw_noise(&mut rng, &mut eps);
+        guide.draw_noise(&mut rng, &mut eps, d);
         let g = gradients(&target, &guide, &parts, &eps, s);
         let full_l = |ps: &Matrix| {
             let mut theta = vec![0.0; m * s * d];

@@ -1,14 +1,18 @@
-//! The step's draws, model, mixture density and pull-back fused per block of draws, for the
-//! Normal guide without shared parameters (docs/algorithms.md §2.2): one (group, particle) block
-//! of S draws per parallel task, its draws in sub-blocks of a few rows, each taken through
-//! θ = loc + σ⊙ε, the model, the mixture density and the pull-back while its rows are in cache.
+//! The step's draws, model, mixture density and pull-back fused per chunk of draws, for the
+//! Normal guide without shared parameters (docs/algorithms.md §2.2): one parallel task per
+//! (group, particle, chunk of draws, [`normal::draw_chunks`]), its draws in sub-blocks of a few
+//! rows, each taken through ε (drawn there, from the step's noise key), θ = loc + σ⊙ε, the
+//! model, the mixture density and the pull-back while its rows are in cache. Each chunk sums
+//! its draws' directions into a partial ĝ of its own; the partials are added in chunk order.
 //!
 //! Every value is computed by the same operations as the unfused passes of
-//! [`super::force::elbo_gradients`]: each θ and each model and mixture row alike, and each
-//! column of ĝ sums its S draws in order. The mixture's products see sub-blocks of at least two
-//! rows (never the one-row path of the products).
+//! [`super::force::elbo_gradients`]: each ε, θ and each model and mixture row alike, and each
+//! column of ĝ sums its chunks' partial sums in order (see [`normal::draw_chunks`]). The chunk
+//! size does not depend on the threads, so neither does the result. The mixture's products see
+//! sub-blocks of at least two rows (never the one-row path of the products).
 
 use std::cell::RefCell;
+use std::ops::Range;
 
 use rayon::prelude::*;
 
@@ -17,38 +21,56 @@ use crate::guide::normal;
 use crate::matrix::{try_resize, Matrix};
 use crate::model::{Batch, LogDensity};
 
-use super::force::ElboGradients;
+use super::force::{ElboGradients, Noise};
 
 /// Bytes of a sub-block's rows of ε, θ, ∇log p and ∇log q that should stay in cache together
-/// (well inside a 2 MiB L2; 9 rows at boston's d = 3 302, one at MNIST's d = 79 510).
+/// (well inside a 2 MiB L2; 9 rows at boston's d = 3 302, two, the least, at MNIST's d = 79 510).
 const SUB_BLOCK_BYTES: usize = 1 << 20;
 
+/// A task's sub-block buffers of ε, θ, ∇log p and ∇log q (a few rows each).
+type Buffers = [Vec<f64>; 4];
+
+/// Buffer sets a thread keeps (a task waiting on the model's parallel work may run other tasks
+/// on its thread meanwhile, each of which takes a set of its own).
+const KEPT_BUFFERS: usize = 4;
+
 thread_local! {
-    /// A thread's sub-block buffers of θ, ∇log p and ∇log q (a few rows each), kept between
-    /// blocks and steps: every row is written before it is read, so they are never zeroed.
-    static BLOCK_SCRATCH: RefCell<[Vec<f64>; 3]> = const {
-        RefCell::new([Vec::new(), Vec::new(), Vec::new()])
-    };
+    /// A thread's sub-block buffers, kept between tasks and steps: every row is written before
+    /// it is read, so they are never zeroed once allocated.
+    static BLOCK_SCRATCH: RefCell<Vec<Buffers>> = const { RefCell::new(Vec::new()) };
 }
 
-/// Values below which the blocks stay on the calling thread.
+/// Values below which the tasks stay on the calling thread.
 const MIN_PAR_VALUES: usize = 1 << 15;
 
+/// One task: block `blk` (group·m + particle), its draws `rows` (within the block), their log
+/// densities and mixture densities, and the chunk's partial ĝ (p).
+type Task<'a> = (
+    usize,
+    Range<usize>,
+    &'a mut [f64],
+    &'a mut [f64],
+    &'a mut [f64],
+);
+
 /// [`super::force::elbo_gradients`] for the Normal guide without shared parameters and with
-/// S ≥ 2 draws per particle; `eps` holds the K×d noise rows, `logp` and `logq` (K) receive
-/// the model's and the mixture's log densities. θ and the two gradients of a sub-block live in
-/// buffers of the task's own (a few rows), never in K×d arrays.
+/// S ≥ 2 draws per particle; `noise` gives the K×d noise rows (drawn per sub-block from the
+/// key), `logp` and `logq` (K) receive the model's and the mixture's log densities, `partials`
+/// is a buffer for the chunks' partial ĝ (resized here, groups·m·chunks·p values). ε, θ and
+/// the two gradients of a sub-block live in buffers of the task's own (a few rows), never in
+/// K×d arrays.
 #[allow(clippy::too_many_arguments)]
 pub(crate) fn elbo_gradients_normal<M: LogDensity + ?Sized>(
     model: &M,
     particles: &Matrix,
-    eps: &[f64],
+    noise: Noise<'_>,
     batch: &Batch,
     tau: f64,
     s: usize,
     groups: usize,
     logp: &mut [f64],
     logq: &mut [f64],
+    partials: &mut Vec<f64>,
 ) -> Result<ElboGradients> {
     let m = particles.rows();
     let d = model.dim();
@@ -61,44 +83,77 @@ pub(crate) fn elbo_gradients_normal<M: LogDensity + ?Sized>(
         .map(|i| normal::scales(particles.row(i)))
         .collect();
     // rows per sub-block, at least 2; a last sub-block of one row joins the one before
-    let sub = (SUB_BLOCK_BYTES / (32 * d.max(1))).clamp(2, s.max(2));
-    let mut all = Matrix::try_zeros(groups * m, p)?;
-    let max_rows = s.min(2 * sub - 1);
-    all.as_mut_slice()
-        .par_chunks_mut(p)
-        .zip(logp[..k].par_chunks_mut(s))
-        .zip(logq[..k].par_chunks_mut(s))
-        .with_min_len(MIN_PAR_VALUES.div_ceil(s * d.max(1)))
-        .enumerate()
-        .try_for_each(|(blk, ((out, lp), lq))| {
+    let sub = (SUB_BLOCK_BYTES / (32 * d.max(1))).max(2);
+    let chunks: Vec<Range<usize>> = normal::draw_chunks(s, d).collect();
+    let nc = chunks.len();
+    let longest = chunks.iter().map(|r| r.len()).max().unwrap_or(0);
+    let max_rows = longest.min(2 * sub - 1);
+    try_resize(
+        partials,
+        groups * m * nc * p,
+        "the chunks' partial gradients",
+    )?;
+    let mut tasks: Vec<Task<'_>> = Vec::with_capacity(groups * m * nc);
+    let (mut lp_rest, mut lq_rest) = (&mut logp[..k], &mut logq[..k]);
+    let mut pt_rest = &mut partials[..groups * m * nc * p];
+    for blk in 0..groups * m {
+        for r in &chunks {
+            let (lp, lp_next) = std::mem::take(&mut lp_rest).split_at_mut(r.len());
+            let (lq, lq_next) = std::mem::take(&mut lq_rest).split_at_mut(r.len());
+            let (pt, pt_next) = std::mem::take(&mut pt_rest).split_at_mut(p);
+            (lp_rest, lq_rest, pt_rest) = (lp_next, lq_next, pt_next);
+            tasks.push((blk, r.clone(), lp, lq, pt));
+        }
+    }
+    tasks
+        .into_par_iter()
+        .with_min_len(MIN_PAR_VALUES.div_ceil(longest.max(1) * d.max(1)))
+        .try_for_each(|(blk, rows, lp, lq, pt)| {
             let i = blk % m;
-            let (loc, rho) = particles.row(i).split_at(d);
-            let (dloc, drho) = out.split_at_mut(d);
-            let e_blk = &eps[blk * s * d..(blk + 1) * s * d];
-            // the thread's buffers, taken (not borrowed: the model's own parallel work may run
-            // another block on this thread meanwhile, which then allocates its own) and put back
-            let [mut th, mut gr, mut gq] =
-                BLOCK_SCRATCH.with(|c| std::mem::take(&mut *c.borrow_mut()));
+            let loc = &particles.row(i)[..d];
+            pt.fill(0.0);
+            let (dloc, drho) = pt.split_at_mut(d);
+            // a set of the thread's buffers, taken (not borrowed: the model's own parallel work
+            // may run another task on this thread meanwhile, which takes another) and put back
+            let [mut eb, mut th, mut gr, mut gq] =
+                BLOCK_SCRATCH.with(|c| c.borrow_mut().pop().unwrap_or_default());
+            try_resize(&mut eb, max_rows * d, "a block's noise")?;
             try_resize(&mut th, max_rows * d, "a block's draws")?;
             try_resize(&mut gr, max_rows * d, "a block's gradients")?;
             try_resize(&mut gq, max_rows * d, "a block's mixture gradients")?;
-            let mut r0 = 0;
-            while r0 < s {
-                let r1 = if s - r0 < 2 * sub { s } else { r0 + sub };
+            let mut r0 = rows.start;
+            while r0 < rows.end {
+                let r1 = if rows.end - r0 < 2 * sub {
+                    rows.end
+                } else {
+                    r0 + sub
+                };
                 let n = (r1 - r0) * d;
-                let e = &e_blk[r0 * d..r1 * d];
+                let first = blk * s + r0;
+                let e: &[f64] = match noise {
+                    Noise::Given(eps) => &eps[first * d..first * d + n],
+                    Noise::Key(key) => {
+                        key.fill_rows(first as u64, d, &mut eb[..n]);
+                        &eb[..n]
+                    }
+                };
                 let (th, g, q) = (&mut th[..n], &mut gr[..n], &mut gq[..n]);
                 for (t, e) in th.chunks_exact_mut(d).zip(e.chunks_exact(d)) {
                     normal::draw_row(loc, &sigma[i], e, t);
                 }
-                let sub_batch = batch.draws(blk * s + r0, r1 - r0);
-                model.log_density_and_grad(th, &sub_batch, &mut lp[r0..r1], g)?;
-                coeffs.rows(th, &mut lq[r0..r1], q);
+                let sub_batch = batch.draws(first, r1 - r0);
+                let (a, b) = (r0 - rows.start, r1 - rows.start);
+                model.log_density_and_grad(th, &sub_batch, &mut lp[a..b], g)?;
+                coeffs.rows(th, &mut lq[a..b], q);
                 normal::accumulate_directions(d, e, g, q, tau, 0, dloc, drho);
                 r0 = r1;
             }
-            normal::finish_pullback(rho, s as f64, dloc, drho);
-            BLOCK_SCRATCH.with(|c| *c.borrow_mut() = [th, gr, gq]);
+            BLOCK_SCRATCH.with(|c| {
+                let mut kept = c.borrow_mut();
+                if kept.len() < KEPT_BUFFERS {
+                    kept.push([eb, th, gr, gq]);
+                }
+            });
             Ok::<(), Error>(())
         })?;
     if let Some(bad) = logp[..k].iter().position(|v| !v.is_finite()) {
@@ -111,6 +166,22 @@ pub(crate) fn elbo_gradients_normal<M: LogDensity + ?Sized>(
         elbo += tau * lp - lq;
     }
     elbo /= k as f64;
+    // ĝ of each block: its chunks' partial sums added in chunk order, then the pull-back's last
+    // step (the same operations as the unfused pull-back, column by column)
+    let mut all = Matrix::try_zeros(groups * m, p)?;
+    all.as_mut_slice()
+        .par_chunks_mut(p.max(1))
+        .zip(partials.par_chunks(nc * p.max(1)))
+        .with_min_len(MIN_PAR_VALUES.div_ceil(nc * p.max(1)))
+        .enumerate()
+        .for_each(|(blk, (out, parts))| {
+            let (dloc, drho) = out.split_at_mut(d);
+            for part in parts.chunks_exact(p) {
+                let (ploc, prho) = part.split_at(d);
+                normal::add_partial(dloc, drho, ploc, prho);
+            }
+            normal::finish_pullback(&particles.row(blk % m)[d..], s as f64, dloc, drho);
+        });
     let ghats = if groups == 1 {
         vec![all]
     } else {

@@ -19,7 +19,7 @@ use std::sync::Mutex;
 use crate::engine::{self, Engine, State, StepInfo};
 use crate::error::{Error, Result};
 use crate::kernel::Kernel;
-use crate::matrix::{try_resize, Matrix};
+use crate::matrix::Matrix;
 use crate::model::Layout;
 use crate::model::LogDensity;
 use crate::model::{Batch, Batcher};
@@ -115,7 +115,6 @@ impl<'a, M: LogDensity + ?Sized> SteinVi<'a, M> {
         let eta = split.map(|sh| sh.point(&state.particles));
         // The Stein part of the particles: all of them without shared parameters.
         let parts = split_parts.as_ref().unwrap_or(&state.particles);
-        let dt = split.map_or(d, |sh| sh.stein_dim());
         let m = parts.rows();
         let s = st.num_elbo_particles;
         let groups = match st.gradient_reuse {
@@ -127,13 +126,11 @@ impl<'a, M: LogDensity + ?Sized> SteinVi<'a, M> {
             .scratch
             .lock()
             .map_err(|_| Error::Data("scratch buffer poisoned by an earlier panic".into()))?;
-        let mut eps = std::mem::take(&mut scratch.eps);
-        let resized = try_resize(&mut eps, k * st.guide.noise_dim(dt), "the step's noise");
-        if let Err(e) = resized {
-            scratch.eps = eps;
-            return Err(e);
-        }
-        st.guide.draw_noise(&mut state.rng, &mut eps);
+        // the step's noise key (Normal guide); its rows are drawn where they are used
+        let key = st.guide.noise_key(&mut state.rng);
+        let noise = key
+            .as_ref()
+            .map_or(force::Noise::Given(&[]), force::Noise::Key);
         let mut batch = match rows {
             None => self.batcher.draw(&mut state.rng, k),
             Some(r) => Batch::shared(r.to_vec(), self.model.num_data()),
@@ -148,7 +145,7 @@ impl<'a, M: LogDensity + ?Sized> SteinVi<'a, M> {
                 self.model,
                 &st.guide,
                 parts,
-                &eps,
+                noise,
                 &batch,
                 tau,
                 s,
@@ -157,7 +154,6 @@ impl<'a, M: LogDensity + ?Sized> SteinVi<'a, M> {
                 &mut scratch,
             )
         });
-        scratch.eps = eps;
         drop(scratch);
         let force::ElboGradients {
             ghats,

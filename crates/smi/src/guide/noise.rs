@@ -1,0 +1,78 @@
+//! The Normal guide's standard-normal noise ε, one independent stream per draw (row) of a step.
+//!
+//! A step draws one 32-byte ChaCha8 key from the state's RNG ([`NoiseKey::draw`]); row k of the
+//! step's K×d noise (draw k, k = (group·m + particle)·S + s) is the first d standard normals of
+//! ChaCha8 stream k under that key (`set_stream(k)`: ChaCha's 64-bit nonce, so distinct rows are
+//! distinct keystreams of the same key, not offsets into one stream). Any row can be drawn on
+//! its own, by any thread, in any order: a fused step draws each block's rows where it uses them
+//! and an unfused one fills the whole K×d array, and both get the same ε for the same row.
+
+use rand::{Rng, SeedableRng};
+use rand_chacha::ChaCha8Rng;
+use rand_distr::{Distribution, StandardNormal};
+use rayon::prelude::*;
+
+/// Values below which [`NoiseKey::fill_rows`] stays on the calling thread.
+const MIN_PAR_VALUES: usize = 1 << 15;
+
+/// One step's noise key: row k of the step's noise is stream k of ChaCha8 under this key.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct NoiseKey([u8; 32]);
+
+impl NoiseKey {
+    /// A fresh key: 32 bytes from `rng`.
+    pub fn draw<R: Rng + ?Sized>(rng: &mut R) -> Self {
+        let mut key = [0u8; 32];
+        rng.fill_bytes(&mut key);
+        NoiseKey(key)
+    }
+
+    /// Row `row` of the noise: `out.len()` standard normals (the first ones of stream `row`).
+    pub fn fill_row(&self, row: u64, out: &mut [f64]) {
+        let mut r = ChaCha8Rng::from_seed(self.0);
+        r.set_stream(row);
+        for e in out.iter_mut() {
+            *e = StandardNormal.sample(&mut r);
+        }
+    }
+
+    /// Rows `first`, `first + 1`, … of length `row_len` into `out` (a whole number of rows), in
+    /// parallel when there are many values; the values do not depend on the threads.
+    pub fn fill_rows(&self, first: u64, row_len: usize, out: &mut [f64]) {
+        if row_len == 0 {
+            return;
+        }
+        out.par_chunks_mut(row_len)
+            .with_min_len(MIN_PAR_VALUES.div_ceil(row_len))
+            .enumerate()
+            .for_each(|(r, row)| self.fill_row(first + r as u64, row));
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_row_is_its_own_stream_wherever_it_is_drawn() {
+        let mut rng = ChaCha8Rng::seed_from_u64(3);
+        let key = NoiseKey::draw(&mut rng);
+        let d = 5000;
+        // 12 rows at once (in parallel: 60 000 values) against rows 7.. drawn one by one
+        let mut all = vec![0.0; 12 * d];
+        key.fill_rows(0, d, &mut all);
+        for r in 7..12 {
+            let mut row = vec![0.0; d];
+            key.fill_row(r as u64, &mut row);
+            assert_eq!(row, all[r * d..(r + 1) * d]);
+        }
+        // a shorter row is the prefix of the longer one; distinct rows and keys differ
+        let mut short = vec![0.0; 10];
+        key.fill_row(3, &mut short);
+        assert_eq!(short, all[3 * d..3 * d + 10]);
+        assert_ne!(all[..d], all[d..2 * d]);
+        let other = NoiseKey::draw(&mut rng);
+        other.fill_row(0, &mut short);
+        assert_ne!(short, all[..10]);
+    }
+}
