@@ -28,20 +28,44 @@ fn floats(r: &Map<String, Value>, key: &str) -> Vec<f64> {
         .unwrap_or_default()
 }
 
+/// Which repeat the panels show, for the title: the bands are of one repeat each (index 4 as
+/// in the paper's figure when there are more than 4), not averages over the repeats.
+fn repeats_shown(bands: &[Map<String, Value>]) -> String {
+    let mut shown: Vec<u64> = bands
+        .iter()
+        .filter_map(|b| records::get(b, "repeat").and_then(Value::as_u64))
+        .collect();
+    shown.sort_unstable();
+    shown.dedup();
+    match shown.as_slice() {
+        [r] => format!("one fit each (repeat index {r}, not an average over repeats)"),
+        [] => "one fit each".to_string(),
+        many => format!(
+            "one fit each (repeat indices {}, not an average over repeats)",
+            many.iter()
+                .map(u64::to_string)
+                .collect::<Vec<_>>()
+                .join("/")
+        ),
+    }
+}
+
 /// The title and the legend shared by all panels.
 fn head<DB: DrawingBackend>(
     area: &DrawingArea<DB, plotters::coord::Shift>,
     quick: bool,
+    shown: &str,
 ) -> Result<()> {
     let (w, _) = area.dim_in_pixel();
+    let base = format!("1-D wave: 90 % HDI of y_loc per method, {shown}");
     let title = if quick {
-        "1-D wave: 90 % HDI of y_loc per method (QUICK RUN: reduced budgets, see the settings below)"
+        format!("{base} (QUICK RUN: reduced budgets, see the settings below)")
     } else {
-        "1-D wave: 90 % HDI of y_loc per method"
+        base
     };
     let centred =
         TextStyle::from((FONT_FAMILY, 20).into_font()).pos(Pos::new(HPos::Center, VPos::Center));
-    area.draw_text(title, &centred, (w as i32 / 2, 18))
+    area.draw_text(&title, &centred, (w as i32 / 2, 18))
         .map_err(plot_err)?;
     let label =
         TextStyle::from((FONT_FAMILY, 15).into_font()).pos(Pos::new(HPos::Left, VPos::Center));
@@ -132,7 +156,7 @@ pub(super) fn figure(
     root.fill(&WHITE).map_err(plot_err)?;
     let root = with_footer(&root, settings)?;
     let (top, body) = root.split_vertically(HEAD);
-    head(&top, quick)?;
+    head(&top, quick, &repeats_shown(bands))?;
     let body = body.margin(0, 0, 0, (width - pw * cols as u32) / 2);
     let panels = body.split_evenly((rows, cols));
     for (si, &size) in sizes.iter().enumerate() {
