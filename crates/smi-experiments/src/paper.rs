@@ -54,15 +54,8 @@ const fn p0(mean: f64, decimals: usize) -> Published {
     }
 }
 
-/// The UCI tables' columns, in the paper's order.
-pub const UCI_METHODS: [Method; 6] = [
-    Method::Smi,
-    Method::Svgd,
-    Method::Asvgd,
-    Method::Ovi,
-    Method::Map,
-    Method::Nuts,
-];
+/// The UCI tables' columns, in the paper's order ([`Method::ALL`]'s).
+pub const UCI_METHODS: [Method; 6] = Method::ALL;
 
 /// A UCI metric of the paper's Table 3.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
