@@ -5,7 +5,7 @@ use std::cell::RefCell;
 use rayon::prelude::*;
 
 use crate::linalg::{gemm, Op};
-use crate::matrix::Matrix;
+use crate::matrix::{try_resize, Matrix};
 use crate::model::{sigmoid, softplus};
 
 const LN_2PI: f64 = 1.837_877_066_409_345_5;
@@ -28,6 +28,13 @@ pub fn sample(psi: &[f64], eps: &[f64], theta: &mut [f64]) {
 /// σ = softplus(ρ) of one particle ψ = [loc | ρ] (length d).
 pub(crate) fn scales(psi: &[f64]) -> Vec<f64> {
     psi[psi.len() / 2..].iter().map(|r| softplus(*r)).collect()
+}
+
+/// [`scales`] into `sigma` (length d; the same values).
+pub(crate) fn scales_into(psi: &[f64], sigma: &mut [f64]) {
+    for (s, r) in sigma.iter_mut().zip(&psi[psi.len() / 2..]) {
+        *s = softplus(*r);
+    }
 }
 
 /// One draw θ = loc + σ ⊙ ε (all of length d).
@@ -62,7 +69,9 @@ pub fn mixture_log_density(particles: &Matrix, theta: &[f64], logq: &mut [f64], 
 }
 
 /// The per-particle coefficients of [`mixture_log_density`]'s expanded square: a_j = 1/σ_j²,
-/// b_j = μ_j/σ_j² (m×d each) and c_j (m), computed once per step.
+/// b_j = μ_j/σ_j² (m×d each) and c_j (m), computed once per step (kept between steps by the
+/// fused step's scratch, [`MixtureCoeffs::set`]).
+#[derive(Default, Debug)]
 pub(crate) struct MixtureCoeffs {
     a: Vec<f64>,
     b: Vec<f64>,
@@ -74,11 +83,37 @@ pub(crate) struct MixtureCoeffs {
 impl MixtureCoeffs {
     /// The coefficients of the m Normal `particles` (m×2d).
     pub(crate) fn new(particles: &Matrix) -> Self {
-        let m = particles.rows();
-        let d = particles.cols() / 2;
-        let mut a = vec![0.0; m * d];
-        let mut b = vec![0.0; m * d];
-        let mut c = vec![0.0; m];
+        let (m, d) = (particles.rows(), particles.cols() / 2);
+        let mut coeffs = MixtureCoeffs {
+            a: vec![0.0; m * d],
+            b: vec![0.0; m * d],
+            c: vec![0.0; m],
+            m,
+            d,
+        };
+        coeffs.fill(particles);
+        coeffs
+    }
+
+    /// These coefficients set to those of the m Normal `particles` (m×2d), the buffers reused
+    /// (the same values as [`MixtureCoeffs::new`]).
+    ///
+    /// # Errors
+    /// [`crate::Error::Shape`] when the m×d buffers cannot be allocated.
+    pub(crate) fn set(&mut self, particles: &Matrix) -> crate::Result<()> {
+        let (m, d) = (particles.rows(), particles.cols() / 2);
+        try_resize(&mut self.a, m * d, "the mixture's m×d coefficients")?;
+        try_resize(&mut self.b, m * d, "the mixture's m×d coefficients")?;
+        try_resize(&mut self.c, m, "the mixture's m constants")?;
+        (self.m, self.d) = (m, d);
+        self.fill(particles);
+        Ok(())
+    }
+
+    /// Writes every coefficient of `particles` into the buffers (sized m×d, m×d and m).
+    fn fill(&mut self, particles: &Matrix) {
+        let MixtureCoeffs { a, b, c, m, d } = self;
+        let (m, d) = (*m, *d);
         // Three transcendental calls per coordinate and particle (≈ 8 ms serial at MNIST's
         // m·d = 400K): blocks of coordinates run in parallel when there are many. The partial sums
         // of c are collected in order and added sequentially, so c does not depend on the threads.
@@ -135,7 +170,6 @@ impl MixtureCoeffs {
                 .enumerate()
                 .for_each(|(j, ((aj, bj), cj))| *cj = row_coeffs(j, aj, bj));
         }
-        MixtureCoeffs { a, b, c, m, d }
     }
 
     /// log q_mix (`logq`, K) and ∇_θ log q_mix (`grad`, K×d) of the K draws `theta` (K×d) as

@@ -24,8 +24,8 @@ const PULLBACK_COLS: usize = 256;
 pub(crate) struct Scratch {
     /// Standard-normal noise of the current step (K×noise_dim) on the unfused path.
     eps: Vec<f64>,
-    /// The fused step's partial ĝ of its chunks of draws.
-    partials: Vec<f64>,
+    /// The fused step's buffers (partial ĝ of its chunks of draws, mixture coefficients, σ, ĝ).
+    pub(crate) fused: super::fused::Scratch,
     theta: Vec<f64>,
     logp: Vec<f64>,
     grad: Vec<f64>,
@@ -92,7 +92,7 @@ pub(crate) fn elbo_gradients<M: LogDensity + ?Sized>(
     let k = groups * m * s;
     let Scratch {
         eps,
-        partials,
+        fused,
         theta,
         logp,
         grad,
@@ -112,7 +112,7 @@ pub(crate) fn elbo_gradients<M: LogDensity + ?Sized>(
         // the common case, fused per chunk of draws (no K×d buffers of ε, θ or gradients); a
         // model that wants all K draws in one call (LogDensity::one_call_per_step) goes below
         return super::fused::elbo_gradients_normal(
-            model, particles, noise, batch, tau, s, groups, logp, logq, partials,
+            model, particles, noise, batch, tau, s, groups, logp, logq, fused,
         );
     }
     let nd = guide.noise_dim(dt);

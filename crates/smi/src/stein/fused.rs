@@ -53,10 +53,37 @@ type Task<'a> = (
     &'a mut [f64],
 );
 
+/// The fused step's buffers, kept between steps (sized on first use; every value is written
+/// before it is read, ĝ's zeroed each step): no m×d-sized allocation per step.
+#[derive(Default, Debug)]
+pub(crate) struct Scratch {
+    /// The chunks' partial ĝ (groups·m·chunks·p).
+    partials: Vec<f64>,
+    /// The mixture's coefficients.
+    coeffs: normal::MixtureCoeffs,
+    /// σ of every particle (m×d).
+    sigma: Vec<f64>,
+    /// ĝ of every block (groups·m×p), lent to the step's result with one group and given back
+    /// by [`Scratch::keep_ghat`].
+    ghat: Vec<f64>,
+}
+
+impl Scratch {
+    /// Takes back the buffer of a step's ĝ (one group: `ghats[0]`) once the step is done with it.
+    pub(crate) fn keep_ghat(&mut self, mut ghats: Vec<Matrix>) {
+        if ghats.len() == 1 {
+            if let Some(g) = ghats.pop() {
+                self.ghat = g.into_vec();
+            }
+        }
+    }
+}
+
 /// [`super::force::elbo_gradients`] for the Normal guide without shared parameters and with
 /// S ≥ 2 draws per particle; `noise` gives the K×d noise rows (drawn per sub-block from the
 /// key), `logp` and `logq` (K) receive the model's and the mixture's log densities, `partials`
-/// is a buffer for the chunks' partial ĝ (resized here, groups·m·chunks·p values). ε, θ and
+/// holds the step's buffers (the chunks' partial ĝ, groups·m·chunks·p values, the mixture's
+/// coefficients, σ and ĝ; resized here). ε, θ and
 /// the two gradients of a sub-block live in buffers of the task's own (a few rows), never in
 /// K×d arrays.
 #[allow(clippy::too_many_arguments)]
@@ -70,18 +97,26 @@ pub(crate) fn elbo_gradients_normal<M: LogDensity + ?Sized>(
     groups: usize,
     logp: &mut [f64],
     logq: &mut [f64],
-    partials: &mut Vec<f64>,
+    scratch: &mut Scratch,
 ) -> Result<ElboGradients> {
     let m = particles.rows();
     let d = model.dim();
     let p = particles.cols();
     let k = groups * m * s;
-    let coeffs = normal::MixtureCoeffs::new(particles);
-    let sigma: Vec<Vec<f64>> = (0..m)
-        .into_par_iter()
+    let Scratch {
+        partials,
+        coeffs,
+        sigma,
+        ghat,
+    } = scratch;
+    coeffs.set(particles)?;
+    try_resize(sigma, m * d, "the particles' m×d scales")?;
+    sigma
+        .par_chunks_mut(d.max(1))
         .with_min_len(MIN_PAR_VALUES.div_ceil(16 * d.max(1)))
-        .map(|i| normal::scales(particles.row(i)))
-        .collect();
+        .enumerate()
+        .for_each(|(i, si)| normal::scales_into(particles.row(i), si));
+    let (coeffs, sigma) = (&*coeffs, &sigma[..]);
     // rows per sub-block, at least 2; a last sub-block of one row joins the one before
     let sub = (SUB_BLOCK_BYTES / (32 * d.max(1))).max(2);
     let chunks: Vec<Range<usize>> = normal::draw_chunks(s, d).collect();
@@ -139,7 +174,7 @@ pub(crate) fn elbo_gradients_normal<M: LogDensity + ?Sized>(
                 };
                 let (th, g, q) = (&mut th[..n], &mut gr[..n], &mut gq[..n]);
                 for (t, e) in th.chunks_exact_mut(d).zip(e.chunks_exact(d)) {
-                    normal::draw_row(loc, &sigma[i], e, t);
+                    normal::draw_row(loc, &sigma[i * d..(i + 1) * d], e, t);
                 }
                 let sub_batch = batch.draws(first, r1 - r0);
                 let (a, b) = (r0 - rows.start, r1 - rows.start);
@@ -168,7 +203,11 @@ pub(crate) fn elbo_gradients_normal<M: LogDensity + ?Sized>(
     elbo /= k as f64;
     // ĝ of each block: its chunks' partial sums added in chunk order, then the pull-back's last
     // step (the same operations as the unfused pull-back, column by column)
-    let mut all = Matrix::try_zeros(groups * m, p)?;
+    // ĝ in the kept buffer (one group: lent to the result and given back after the step)
+    let mut buf = std::mem::take(ghat);
+    try_resize(&mut buf, groups * m * p, "the step's ĝ")?;
+    buf.fill(0.0);
+    let mut all = Matrix::from_vec(groups * m, p, buf)?;
     all.as_mut_slice()
         .par_chunks_mut(p.max(1))
         .zip(partials.par_chunks(nc * p.max(1)))

@@ -184,6 +184,10 @@ impl<'a, M: LogDensity + ?Sized> SteinVi<'a, M> {
         if let Some(sh) = split {
             phi = sh.direction(&phi, &grad_eta, state.particles.cols());
         }
+        // ĝ's buffer back to the scratch for the next step (a poisoned lock keeps none)
+        if let Ok(mut scratch) = self.scratch.lock() {
+            scratch.fused.keep_ghat(ghats);
+        }
         Ok((phi, elbo))
     }
 
