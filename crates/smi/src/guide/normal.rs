@@ -27,7 +27,9 @@ pub fn sample(psi: &[f64], eps: &[f64], theta: &mut [f64]) {
 
 /// σ = softplus(ρ) of one particle ψ = [loc | ρ] (length d).
 pub(crate) fn scales(psi: &[f64]) -> Vec<f64> {
-    psi[psi.len() / 2..].iter().map(|r| softplus(*r)).collect()
+    let mut sigma = vec![0.0; psi.len() / 2];
+    scales_into(psi, &mut sigma);
+    sigma
 }
 
 /// [`scales`] into `sigma` (length d; the same values).

@@ -81,11 +81,10 @@ impl Scratch {
 
 /// [`super::force::elbo_gradients`] for the Normal guide without shared parameters and with
 /// S ≥ 2 draws per particle; `noise` gives the K×d noise rows (drawn per sub-block from the
-/// key), `logp` and `logq` (K) receive the model's and the mixture's log densities, `partials`
+/// key), `logp` and `logq` (K) receive the model's and the mixture's log densities, `scratch`
 /// holds the step's buffers (the chunks' partial ĝ, groups·m·chunks·p values, the mixture's
-/// coefficients, σ and ĝ; resized here). ε, θ and
-/// the two gradients of a sub-block live in buffers of the task's own (a few rows), never in
-/// K×d arrays.
+/// coefficients, σ and ĝ; resized here). ε, θ and the two gradients of a sub-block live in
+/// buffers of the task's own (a few rows), never in K×d arrays.
 #[allow(clippy::too_many_arguments)]
 pub(crate) fn elbo_gradients_normal<M: LogDensity + ?Sized>(
     model: &M,
@@ -202,8 +201,8 @@ pub(crate) fn elbo_gradients_normal<M: LogDensity + ?Sized>(
     }
     elbo /= k as f64;
     // ĝ of each block: its chunks' partial sums added in chunk order, then the pull-back's last
-    // step (the same operations as the unfused pull-back, column by column)
-    // ĝ in the kept buffer (one group: lent to the result and given back after the step)
+    // step (the same operations as the unfused pull-back, column by column), in the kept
+    // buffer (one group: lent to the result and given back after the step)
     let mut buf = std::mem::take(ghat);
     try_resize(&mut buf, groups * m * p, "the step's ĝ")?;
     buf.fill(0.0);
