@@ -2,7 +2,8 @@
 //! whether it holds them. Shared by `smi-data`, `smi-experiments` and `smi-cli`
 //! (`build = "../smi-data/build.rs"` in their manifests), and `smi-examples`.
 //!
-//! It sets, for every target of the package being built:
+//! For `smi-experiments` it also sets `SMI_GIT_COMMIT`, the commit its records name
+//! (`build/commit.rs`). It sets, for every target of the package being built:
 //! * `SMI_TEST_DATA_DIR` (read with `env!`): `$SMI_TEST_DATA_DIR` if set, else the repository's
 //!   sibling `shared/data` if it exists (CI's copy), else the per-user folder `smi data fetch`
 //!   fills. Not `$SMI_DATA_DIR`: a variable users set for runs must not rebuild the crates
@@ -14,6 +15,11 @@
 //! With `SMI_REQUIRE_DATA=1` (CI) missing data fail the build instead. Presence is checked when
 //! the package is built: after fetching data into a new place, set `SMI_TEST_DATA_DIR` (a change
 //! of it reruns this script) or `touch crates/smi-data/build.rs`.
+
+// The commit the binary is built from (set for `smi-experiments`, whose records carry it).
+mod commit {
+    include!("build/commit.rs");
+}
 
 // The library's own lookup rules; the build script uses only some of them.
 #[allow(dead_code)]
@@ -71,7 +77,10 @@ fn workspace_root() -> std::path::PathBuf {
 fn main() {
     let root = workspace_root();
     let here = root.join("crates/smi-data");
-    for f in ["build.rs", "src/locate.rs"] {
+    if std::env::var("CARGO_PKG_NAME").as_deref() == Ok("smi-experiments") {
+        commit::emit(&root);
+    }
+    for f in ["build.rs", "build/commit.rs", "src/locate.rs"] {
         println!("cargo::rerun-if-changed={}", here.join(f).display());
     }
     for v in [

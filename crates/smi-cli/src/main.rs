@@ -8,7 +8,12 @@ use clap::{Parser, Subcommand};
 
 /// Stein Mixture Inference: reproduce the paper's experiments, benchmark, fit data.
 #[derive(Parser, Debug)]
-#[command(name = "smi", version, about, long_about = None)]
+#[command(
+    name = "smi",
+    version = smi_experiments::records::VERSION_AND_COMMIT,
+    about,
+    long_about = None
+)]
 struct Cli {
     #[command(subcommand)]
     command: Command,

@@ -1,9 +1,10 @@
 //! Experiment records: one JSON object per line in `<out>/<experiment>.jsonl`.
 //!
 //! Every record carries `experiment`, `method`, `seed`, its setting, `metrics`, `steps`,
-//! `seconds`, `config` and `version`. A unit that did not produce finite metrics is recorded as
-//! failed (`"status": "failed"` and a `reason`, see [`fail_if_non_finite`]): such a record does
-//! not mark its unit as done, and reports read only [`read_succeeded`].
+//! `seconds`, `config`, `version` and `commit` (the git commit of the program). A unit that did
+//! not produce finite metrics is recorded as failed (`"status": "failed"` and a `reason`, see
+//! [`fail_if_non_finite`]): such a record does not mark its unit as done, and reports read only
+//! [`read_succeeded`].
 //!
 //! Appending takes an exclusive lock on the records file (so that concurrent runs sharing an
 //! output folder never interleave their lines) and writes one whole line with a single `write`
@@ -23,6 +24,19 @@ use serde_json::{Map, Value};
 /// The program version written into every record.
 pub const VERSION: &str = env!("CARGO_PKG_VERSION");
 
+/// The git commit the program was built from, written into every record (`commit`): the full
+/// hash, with `+dirty` when the Rust sources differed from it, or `unknown` when built outside a
+/// git checkout. Not part of a unit's identity: a rebuilt program resumes the same records.
+pub const COMMIT: &str = env!("SMI_GIT_COMMIT");
+
+/// "`VERSION` (commit `COMMIT`)", what `smi --version` prints.
+pub const VERSION_AND_COMMIT: &str = concat!(
+    env!("CARGO_PKG_VERSION"),
+    " (commit ",
+    env!("SMI_GIT_COMMIT"),
+    ")"
+);
+
 /// The `status` of a record whose unit failed (its `reason` says why).
 pub const FAILED: &str = "failed";
 
@@ -36,8 +50,8 @@ pub fn torn_path(out: &Path, experiment: &str) -> PathBuf {
     out.join(format!("{experiment}.jsonl.torn"))
 }
 
-/// Appends `record` (a JSON object) to `<out>/<experiment>.jsonl`, adding `experiment` and
-/// `version` when missing.
+/// Appends `record` (a JSON object) to `<out>/<experiment>.jsonl`, adding `experiment`,
+/// `version` and `commit` ([`COMMIT`]) when missing.
 ///
 /// The file is locked exclusively while appending (other appends wait). A last line without its
 /// newline (an interrupted earlier write) is first moved to `<experiment>.jsonl.torn` (appended
@@ -51,6 +65,9 @@ pub fn append(out: &Path, experiment: &str, mut record: Map<String, Value>) -> R
     record
         .entry("version")
         .or_insert_with(|| Value::from(VERSION));
+    record
+        .entry("commit")
+        .or_insert_with(|| Value::from(COMMIT));
     let mut line = serde_json::to_string(&Value::Object(record))?;
     line.push('\n');
     let p = path(out, experiment);
@@ -379,6 +396,14 @@ mod tests {
         assert_eq!(recs.len(), 3);
         assert_eq!(num(&recs[2], "metrics.x"), Some(2.0));
         assert_eq!(text(&recs[0], "experiment"), Some("demo"));
+        assert_eq!(text(&recs[0], "commit"), Some(COMMIT));
+        // a full hash (optionally marked dirty), or "unknown" outside a git checkout
+        let hash = COMMIT.strip_suffix("+dirty").unwrap_or(COMMIT);
+        assert!(
+            COMMIT == "unknown"
+                || (hash.len() == 40 && hash.bytes().all(|b| b.is_ascii_hexdigit())),
+            "{COMMIT}"
+        );
         assert!(read(dir.path(), "none").unwrap().is_empty());
     }
 
