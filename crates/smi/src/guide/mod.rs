@@ -5,6 +5,7 @@
 //! row of an m×p [`Matrix`].
 
 pub(crate) mod delta;
+pub(crate) mod mixture;
 mod noise;
 pub(crate) mod normal;
 

@@ -1,20 +1,14 @@
 //! The mean-field Normal guide (AutoNormal): ψ = [loc (d) | ρ (d)], σ = softplus(ρ).
 
-use std::cell::RefCell;
-
 use rayon::prelude::*;
 
-use crate::linalg::{gemm, Op};
-use crate::matrix::{try_resize, Matrix};
+use crate::matrix::Matrix;
 use crate::model::{sigmoid, softplus};
 
-const LN_2PI: f64 = 1.837_877_066_409_345_5;
+use super::mixture::MixtureCoeffs;
 
-/// m·d from which the mixture's per-particle coefficients are computed in parallel blocks.
-const COEFF_PAR_MIN: usize = 1 << 16;
-
-/// Below COEFF_PAR_MIN, values per parallel task when the particles' rows run in parallel.
-const COEFF_PAR_ROW_MIN: usize = 1 << 12;
+/// ln 2π.
+pub(super) const LN_2PI: f64 = 1.837_877_066_409_345_5;
 
 /// θ_s = loc + σ ⊙ ε_s for every row s of `eps` (S×d).
 pub fn sample(psi: &[f64], eps: &[f64], theta: &mut [f64]) {
@@ -49,211 +43,28 @@ pub(crate) fn draw_row(loc: &[f64], sigma: &[f64], eps: &[f64], theta: &mut [f64
 
 /// log q_mix and ∇_θ log q_mix for K draws under m diagonal Gaussians (docs/algorithms.md §2.2).
 ///
-/// Uses the expanded square: with a_j = 1/σ_j², b_j = μ_j/σ_j²,
-/// log N(u; μ_j, σ_j) = −½ u²·a_j + u·b_j + c_j, c_j = −½ μ_j·b_j − Σ ln σ_j − d/2 ln 2π,
-/// i.e. two K×d by d×m products; the gradient −Σ_j w_j (u − μ_j)/σ_j² = −u⊙(W a) + W b is two
-/// K×m by m×d products, W the responsibilities.
+/// Uses the expanded square: with h_j = 1/(2σ_j²), b_j = μ_j/σ_j²,
+/// log N(u; μ_j, σ_j) = Σ_i (b_ji − h_ji·u_i)·u_i + c_j, c_j = −½ μ_j·b_j − Σ ln σ_j − d/2 ln 2π;
+/// the gradient −Σ_j w_j (u − μ_j)/σ_j² = Σ_j w_j (b_j − 2h_j ⊙ u), W the responsibilities
+/// (the column-blocked kernel of [`super::mixture`]; each row's values depend on that row alone).
 pub fn mixture_log_density(particles: &Matrix, theta: &[f64], logq: &mut [f64], grad: &mut [f64]) {
     let coeffs = MixtureCoeffs::new(particles);
-    let (k, d) = (logq.len(), coeffs.d);
-    // Rows are independent: split the K draws into chunks over rayon's threads.
-    // Chunks of ≤ 32K values keep the per-chunk temporaries small (no mmap per call).
+    let (k, d) = (logq.len(), particles.cols() / 2);
+    if d == 0 {
+        coeffs.rows(theta, logq, grad);
+        return;
+    }
+    // Rows are independent: split the K draws into chunks over rayon's threads (a chunk's rows
+    // share each pass over the coefficients).
     let chunk = k
         .div_ceil(rayon::current_num_threads())
-        .min((32_768 / d.max(1)).max(1));
+        .min((32_768 / d.max(1)).max(CHUNK_DRAWS))
+        .max(1);
     theta
         .par_chunks(chunk * d)
         .zip(logq.par_chunks_mut(chunk))
         .zip(grad.par_chunks_mut(chunk * d))
-        .for_each(|((th, lq), g)| {
-            mixture_rows(th, &coeffs.a, &coeffs.b, &coeffs.c, coeffs.m, d, lq, g)
-        });
-}
-
-/// The per-particle coefficients of [`mixture_log_density`]'s expanded square: a_j = 1/σ_j²,
-/// b_j = μ_j/σ_j² (m×d each) and c_j (m), computed once per step (kept between steps by the
-/// fused step's scratch, [`MixtureCoeffs::set`]).
-#[derive(Default, Debug)]
-pub(crate) struct MixtureCoeffs {
-    a: Vec<f64>,
-    b: Vec<f64>,
-    c: Vec<f64>,
-    m: usize,
-    d: usize,
-}
-
-impl MixtureCoeffs {
-    /// The coefficients of the m Normal `particles` (m×2d).
-    pub(crate) fn new(particles: &Matrix) -> Self {
-        let (m, d) = (particles.rows(), particles.cols() / 2);
-        let mut coeffs = MixtureCoeffs {
-            a: vec![0.0; m * d],
-            b: vec![0.0; m * d],
-            c: vec![0.0; m],
-            m,
-            d,
-        };
-        coeffs.fill(particles);
-        coeffs
-    }
-
-    /// These coefficients set to those of the m Normal `particles` (m×2d), the buffers reused
-    /// (the same values as [`MixtureCoeffs::new`]).
-    ///
-    /// # Errors
-    /// [`crate::Error::Shape`] when the m×d buffers cannot be allocated.
-    pub(crate) fn set(&mut self, particles: &Matrix) -> crate::Result<()> {
-        let (m, d) = (particles.rows(), particles.cols() / 2);
-        try_resize(&mut self.a, m * d, "the mixture's m×d coefficients")?;
-        try_resize(&mut self.b, m * d, "the mixture's m×d coefficients")?;
-        try_resize(&mut self.c, m, "the mixture's m constants")?;
-        (self.m, self.d) = (m, d);
-        self.fill(particles);
-        Ok(())
-    }
-
-    /// Writes every coefficient of `particles` into the buffers (sized m×d, m×d and m).
-    fn fill(&mut self, particles: &Matrix) {
-        let MixtureCoeffs { a, b, c, m, d } = self;
-        let (m, d) = (*m, *d);
-        // Three transcendental calls per coordinate and particle (≈ 8 ms serial at MNIST's
-        // m·d = 400K): blocks of coordinates run in parallel when there are many. The partial sums
-        // of c are collected in order and added sequentially, so c does not depend on the threads.
-        let block = if m * d >= COEFF_PAR_MIN {
-            4096
-        } else {
-            d.max(1)
-        };
-        let row_coeffs = |j: usize, aj: &mut [f64], bj: &mut [f64]| -> f64 {
-            let (loc, rho) = particles.row(j).split_at(d);
-            let fill = |(t, (ab, bb)): (usize, (&mut [f64], &mut [f64]))| {
-                let start = t * block;
-                let mut part = 0.0;
-                for (((av, bv), &l), &r) in ab
-                    .iter_mut()
-                    .zip(bb.iter_mut())
-                    .zip(&loc[start..])
-                    .zip(&rho[start..])
-                {
-                    let s = softplus(r);
-                    let inv = 1.0 / (s * s);
-                    *av = inv;
-                    *bv = l * inv;
-                    part -= 0.5 * l * l * inv + s.ln();
-                }
-                part
-            };
-            let parts: Vec<f64> = if block < d {
-                aj.par_chunks_mut(block)
-                    .zip(bj.par_chunks_mut(block))
-                    .enumerate()
-                    .map(fill)
-                    .collect()
-            } else {
-                aj.chunks_mut(block)
-                    .zip(bj.chunks_mut(block))
-                    .enumerate()
-                    .map(fill)
-                    .collect()
-            };
-            -0.5 * d as f64 * LN_2PI + parts.iter().sum::<f64>()
-        };
-        if block < d || d == 0 {
-            for (j, cj) in c.iter_mut().enumerate() {
-                let (aj, bj) = (&mut a[j * d..(j + 1) * d], &mut b[j * d..(j + 1) * d]);
-                *cj = row_coeffs(j, aj, bj);
-            }
-        } else {
-            // one block per particle: the particles' rows in parallel (each summed as above)
-            a.par_chunks_mut(d)
-                .zip(b.par_chunks_mut(d))
-                .zip(c.par_iter_mut())
-                .with_min_len(COEFF_PAR_ROW_MIN.div_ceil(d))
-                .enumerate()
-                .for_each(|(j, ((aj, bj), cj))| *cj = row_coeffs(j, aj, bj));
-        }
-    }
-
-    /// log q_mix (`logq`, K) and ∇_θ log q_mix (`grad`, K×d) of the K draws `theta` (K×d) as
-    /// one chunk on the calling thread (keep K·d small: the chunk's temporaries are K×d).
-    pub(crate) fn rows(&self, theta: &[f64], logq: &mut [f64], grad: &mut [f64]) {
-        mixture_rows(theta, &self.a, &self.b, &self.c, self.m, self.d, logq, grad);
-    }
-}
-
-#[allow(clippy::too_many_arguments)]
-fn mixture_rows(
-    theta: &[f64],
-    a: &[f64],
-    b: &[f64],
-    c: &[f64],
-    m: usize,
-    d: usize,
-    logq: &mut [f64],
-    grad: &mut [f64],
-) {
-    MIXTURE_SCRATCH.with(|sc| {
-        let mut sc = sc.borrow_mut();
-        let [sq, l, wa] = &mut *sc;
-        mixture_rows_in(theta, a, b, c, m, d, logq, grad, sq, l, wa);
-    });
-}
-
-thread_local! {
-    /// The K×d squares, K×m log densities and K×d products of [`mixture_rows`], kept per thread
-    /// between calls (≤ 32 K values each: no allocation or zeroing per chunk and step).
-    static MIXTURE_SCRATCH: RefCell<[Vec<f64>; 3]> = const {
-        RefCell::new([Vec::new(), Vec::new(), Vec::new()])
-    };
-}
-
-/// [`mixture_rows`] with its buffers; each is written in full before it is read.
-#[allow(clippy::too_many_arguments)]
-fn mixture_rows_in(
-    theta: &[f64],
-    a: &[f64],
-    b: &[f64],
-    c: &[f64],
-    m: usize,
-    d: usize,
-    logq: &mut [f64],
-    grad: &mut [f64],
-    sq: &mut Vec<f64>,
-    l: &mut Vec<f64>,
-    wa: &mut Vec<f64>,
-) {
-    let k = logq.len();
-    sq.clear();
-    sq.extend(theta.iter().map(|u| u * u));
-    l.resize(k * m, 0.0);
-    let l = &mut l[..k * m];
-    gemm(l, sq, Op::N, a, Op::T, k, d, m, -0.5, false);
-    gemm(l, theta, Op::N, b, Op::T, k, d, m, 1.0, true);
-    let ln_m = (m as f64).ln();
-    for (row, lq) in l.chunks_exact_mut(m).zip(logq.iter_mut()) {
-        let mut mx = f64::NEG_INFINITY;
-        for (v, cj) in row.iter_mut().zip(c) {
-            *v += cj;
-            mx = mx.max(*v);
-        }
-        let mut sum = 0.0;
-        for v in row.iter_mut() {
-            *v = (*v - mx).exp();
-            sum += *v;
-        }
-        for v in row.iter_mut() {
-            *v /= sum;
-        }
-        *lq = mx + sum.ln() - ln_m;
-    }
-    // l now holds the responsibilities W (K×m).
-    wa.resize(k * d, 0.0);
-    let wa = &mut wa[..k * d];
-    gemm(wa, l, Op::N, a, Op::N, k, m, d, 1.0, false);
-    gemm(grad, l, Op::N, b, Op::N, k, m, d, 1.0, false);
-    for ((g, u), w) in grad.iter_mut().zip(theta).zip(wa.iter()) {
-        *g -= u * w;
-    }
+        .for_each(|((th, lq), g)| coeffs.rows(th, lq, g));
 }
 
 /// ∂/∂loc = mean_s δ_s; ∂/∂ρ = mean_s(δ_s ⊙ ε_s) ⊙ sigmoid(ρ).

@@ -1,15 +1,18 @@
 //! The step's draws, model, mixture density and pull-back fused per chunk of draws, for the
 //! Normal guide without shared parameters (docs/algorithms.md §2.2): one parallel task per
-//! (group, particle, chunk of draws, [`normal::draw_chunks`]), its draws in sub-blocks of a few
-//! rows, each taken through ε (drawn there, from the step's noise key), θ = loc + σ⊙ε, the
-//! model, the mixture density and the pull-back while its rows are in cache. Each chunk sums
-//! its draws' directions into a partial ĝ of its own; the partials are added in chunk order.
+//! (group, particle, chunk of draws, [`normal::draw_chunks`]). A task takes its draws through ε
+//! (drawn there, from the step's noise key), θ = loc + σ⊙ε and the model in sub-blocks of a few
+//! rows, keeping ε, θ and ∇log p of the whole chunk; then the mixture density and the pull-back
+//! run once over all the chunk's rows, block of columns by block of columns
+//! ([`MixtureCoeffs::rows_pullback`]: the coefficients are read once per chunk, not once per
+//! sub-block, and ∇log q is never stored). Each chunk sums its draws' directions into a partial
+//! ĝ of its own; the partials are added in chunk order.
 //!
 //! Every value is computed by the same operations as the unfused passes of
-//! [`super::force::elbo_gradients`]: each ε, θ and each model and mixture row alike, and each
-//! column of ĝ sums its chunks' partial sums in order (see [`normal::draw_chunks`]). The chunk
-//! size does not depend on the threads, so neither does the result. The mixture's products see
-//! sub-blocks of at least two rows (never the one-row path of the products).
+//! [`super::force::elbo_gradients`]: each ε, θ and each model and mixture row alike (a mixture
+//! row's values depend on that row alone), and each column of ĝ sums its chunks' partial sums
+//! in order (see [`normal::draw_chunks`]). The chunk size does not depend on the threads, so
+//! neither does the result.
 
 use std::cell::RefCell;
 use std::ops::Range;
@@ -17,25 +20,31 @@ use std::ops::Range;
 use rayon::prelude::*;
 
 use crate::error::{Error, Result};
+use crate::guide::mixture::MixtureCoeffs;
 use crate::guide::normal;
 use crate::matrix::{try_resize, Matrix};
 use crate::model::{Batch, LogDensity};
 
 use super::force::{ElboGradients, Noise};
 
-/// Bytes of a sub-block's rows of ε, θ, ∇log p and ∇log q that should stay in cache together
-/// (well inside a 2 MiB L2; 9 rows at boston's d = 3 302, two, the least, at MNIST's d = 79 510).
+/// Sets the rows of the model's calls: a quarter of this many bytes per call (9 rows at
+/// boston's d = 3 302, two, the least, at MNIST's d = 79 510; the sizes of the sub-blocks that
+/// went through the whole pipeline before the mixture took whole chunks).
 const SUB_BLOCK_BYTES: usize = 1 << 20;
 
-/// A task's sub-block buffers of ε, θ, ∇log p and ∇log q (a few rows each).
-type Buffers = [Vec<f64>; 4];
+/// A task's buffers of ε, θ and ∇log p (the chunk's rows each).
+type Buffers = [Vec<f64>; 3];
 
-/// Buffer sets a thread keeps (a task waiting on the model's parallel work may run other tasks
-/// on its thread meanwhile, each of which takes a set of its own).
+/// Buffer sets a thread keeps at most (a task waiting on the model's parallel work may run
+/// other tasks on its thread meanwhile, each of which takes a set of its own).
 const KEPT_BUFFERS: usize = 4;
 
+/// Bytes of kept buffer sets per thread: fewer sets are kept when a chunk's rows are long
+/// (MNIST's d = 79 510: a set of 8 rows is 15 MB, two are kept; boston's: 0.7 MB, four).
+const KEPT_BYTES: usize = 40 << 20;
+
 thread_local! {
-    /// A thread's sub-block buffers, kept between tasks and steps: every row is written before
+    /// A thread's chunk buffers, kept between tasks and steps: every row is written before
     /// it is read, so they are never zeroed once allocated.
     static BLOCK_SCRATCH: RefCell<Vec<Buffers>> = const { RefCell::new(Vec::new()) };
 }
@@ -60,7 +69,7 @@ pub(crate) struct Scratch {
     /// The chunks' partial ĝ (groups·m·chunks·p).
     partials: Vec<f64>,
     /// The mixture's coefficients.
-    coeffs: normal::MixtureCoeffs,
+    coeffs: MixtureCoeffs,
     /// σ of every particle (m×d).
     sigma: Vec<f64>,
     /// ĝ of every block (groups·m×p), lent to the step's result with one group and given back
@@ -83,8 +92,8 @@ impl Scratch {
 /// S ≥ 2 draws per particle; `noise` gives the K×d noise rows (drawn per sub-block from the
 /// key), `logp` and `logq` (K) receive the model's and the mixture's log densities, `scratch`
 /// holds the step's buffers (the chunks' partial ĝ, groups·m·chunks·p values, the mixture's
-/// coefficients, σ and ĝ; resized here). ε, θ and the two gradients of a sub-block live in
-/// buffers of the task's own (a few rows), never in K×d arrays.
+/// coefficients, σ and ĝ; resized here). ε, θ and ∇log p of a chunk live in buffers of the
+/// task's own, never in K×d arrays; ∇log q is not stored at all.
 #[allow(clippy::too_many_arguments)]
 pub(crate) fn elbo_gradients_normal<M: LogDensity + ?Sized>(
     model: &M,
@@ -116,12 +125,12 @@ pub(crate) fn elbo_gradients_normal<M: LogDensity + ?Sized>(
         .enumerate()
         .for_each(|(i, si)| normal::scales_into(particles.row(i), si));
     let (coeffs, sigma) = (&*coeffs, &sigma[..]);
-    // rows per sub-block, at least 2; a last sub-block of one row joins the one before
+    // rows per model call, at least 2; a last sub-block of one row joins the one before
     let sub = (SUB_BLOCK_BYTES / (32 * d.max(1))).max(2);
     let chunks: Vec<Range<usize>> = normal::draw_chunks(s, d).collect();
     let nc = chunks.len();
     let longest = chunks.iter().map(|r| r.len()).max().unwrap_or(0);
-    let max_rows = longest.min(2 * sub - 1);
+    let kept_sets = (KEPT_BYTES / (24 * longest * d).max(1)).clamp(1, KEPT_BUFFERS);
     try_resize(
         partials,
         groups * m * nc * p,
@@ -149,43 +158,48 @@ pub(crate) fn elbo_gradients_normal<M: LogDensity + ?Sized>(
             let (dloc, drho) = pt.split_at_mut(d);
             // a set of the thread's buffers, taken (not borrowed: the model's own parallel work
             // may run another task on this thread meanwhile, which takes another) and put back
-            let [mut eb, mut th, mut gr, mut gq] =
+            let [mut eb, mut th, mut gr] =
                 BLOCK_SCRATCH.with(|c| c.borrow_mut().pop().unwrap_or_default());
-            try_resize(&mut eb, max_rows * d, "a block's noise")?;
-            try_resize(&mut th, max_rows * d, "a block's draws")?;
-            try_resize(&mut gr, max_rows * d, "a block's gradients")?;
-            try_resize(&mut gq, max_rows * d, "a block's mixture gradients")?;
-            let mut r0 = rows.start;
-            while r0 < rows.end {
-                let r1 = if rows.end - r0 < 2 * sub {
-                    rows.end
+            let all = rows.len() * d;
+            if let Noise::Key(_) = noise {
+                try_resize(&mut eb, all, "a chunk's noise")?;
+            }
+            try_resize(&mut th, all, "a chunk's draws")?;
+            try_resize(&mut gr, all, "a chunk's gradients")?;
+            let first = blk * s + rows.start;
+            let sig = &sigma[i * d..(i + 1) * d];
+            let mut r0 = 0;
+            while r0 < rows.len() {
+                let r1 = if rows.len() - r0 < 2 * sub {
+                    rows.len()
                 } else {
                     r0 + sub
                 };
-                let n = (r1 - r0) * d;
-                let first = blk * s + r0;
+                let span = r0 * d..r1 * d;
                 let e: &[f64] = match noise {
-                    Noise::Given(eps) => &eps[first * d..first * d + n],
+                    Noise::Given(eps) => &eps[first * d + span.start..first * d + span.end],
                     Noise::Key(key) => {
-                        key.fill_rows(first as u64, d, &mut eb[..n]);
-                        &eb[..n]
+                        key.fill_rows((first + r0) as u64, d, &mut eb[span.clone()]);
+                        &eb[span.clone()]
                     }
                 };
-                let (th, g, q) = (&mut th[..n], &mut gr[..n], &mut gq[..n]);
-                for (t, e) in th.chunks_exact_mut(d).zip(e.chunks_exact(d)) {
-                    normal::draw_row(loc, &sigma[i * d..(i + 1) * d], e, t);
+                let (t, g) = (&mut th[span.clone()], &mut gr[span]);
+                for (t, e) in t.chunks_exact_mut(d).zip(e.chunks_exact(d)) {
+                    normal::draw_row(loc, sig, e, t);
                 }
-                let sub_batch = batch.draws(first, r1 - r0);
-                let (a, b) = (r0 - rows.start, r1 - rows.start);
-                model.log_density_and_grad(th, &sub_batch, &mut lp[a..b], g)?;
-                coeffs.rows(th, &mut lq[a..b], q);
-                normal::accumulate_directions(d, e, g, q, tau, 0, dloc, drho);
+                let sub_batch = batch.draws(first + r0, r1 - r0);
+                model.log_density_and_grad(t, &sub_batch, &mut lp[r0..r1], g)?;
                 r0 = r1;
             }
+            let e: &[f64] = match noise {
+                Noise::Given(eps) => &eps[first * d..first * d + all],
+                Noise::Key(_) => &eb[..all],
+            };
+            coeffs.rows_pullback(&th[..all], e, &gr[..all], tau, lq, dloc, drho);
             BLOCK_SCRATCH.with(|c| {
                 let mut kept = c.borrow_mut();
-                if kept.len() < KEPT_BUFFERS {
-                    kept.push([eb, th, gr, gq]);
+                if kept.len() < kept_sets {
+                    kept.push([eb, th, gr]);
                 }
             });
             Ok::<(), Error>(())

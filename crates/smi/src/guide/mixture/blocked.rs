@@ -1,0 +1,342 @@
+//! The column-blocked kernel of the mixture's sums for d of [`super::SMALL_D`] and up: all
+//! rows of a call against one block of [`BLOCK`] columns of the coefficients at a time (the
+//! block of all m particles stays in cache while every row passes), in two passes: the m sums
+//! of every row (pass 1), then the gradient, handed block by block to a [`Sink`] that stores it
+//! or pulls it back at once (pass 2). Each row's sums run over the same blocks in the same
+//! order, and within a block in the same [`LANES`] lanes, whatever the number of rows passed
+//! together: a row's values depend on the row alone.
+
+use std::ops::Range;
+
+use super::MixtureCoeffs;
+
+/// Columns of a block: the block's h and b of m = 5 particles are 40 KB (L1/L2), of m = 20
+/// 160 KB (L2). A multiple of [`LANES`].
+const BLOCK: usize = 512;
+
+/// Independent partial sums per row within a block (vectorised: two AVX-512 or four AVX2
+/// registers of f64); the coefficients' row stride is a multiple of it.
+pub(super) const LANES: usize = 16;
+
+/// l_rj = Σ_i (b_ji − h_ji·θ_ri)·θ_ri (without c_j) of every row r and particle j into `l`
+/// (n×m, zero on entry), in the widest build the CPU has (the same operations in each).
+pub(super) fn log_components(k: &MixtureCoeffs, theta: &[f64], l: &mut [f64]) {
+    #[cfg(target_arch = "x86_64")]
+    match simd_level() {
+        // SAFETY: the CPU supports AVX-512F (AVX2 and FMA), checked by `simd_level`.
+        Simd::Avx512 => return unsafe { log_components_avx512(k, theta, l) },
+        Simd::Avx2Fma => return unsafe { log_components_avx2(k, theta, l) },
+        Simd::Plain => {}
+    }
+    log_components_impl(k, theta, l);
+}
+
+/// Pass 2: ∇log q_mix of every row, block by block of columns, into `sink` (the rows of a
+/// block in order, the blocks in order).
+pub(super) fn gradient_blocks(k: &MixtureCoeffs, theta: &[f64], w: &[f64], sink: &mut Sink<'_>) {
+    #[cfg(target_arch = "x86_64")]
+    match simd_level() {
+        // SAFETY: the CPU supports AVX-512F (AVX2 and FMA), checked by `simd_level`.
+        Simd::Avx512 => return unsafe { gradient_blocks_avx512(k, theta, w, sink) },
+        Simd::Avx2Fma => return unsafe { gradient_blocks_avx2(k, theta, w, sink) },
+        Simd::Plain => {}
+    }
+    gradient_blocks_impl::<8>(k, theta, w, sink);
+}
+
+/// The vector instructions the kernel is compiled for on this CPU. Every build computes the same
+/// fused multiply-adds (`f64::mul_add`, one rounding each: the hardware's FMA, or the C
+/// library's exact `fma` on CPUs without one), so all give the same bits.
+#[cfg(target_arch = "x86_64")]
+enum Simd {
+    Avx512,
+    Avx2Fma,
+    Plain,
+}
+
+#[cfg(target_arch = "x86_64")]
+fn simd_level() -> Simd {
+    if std::arch::is_x86_feature_detected!("avx512f") {
+        Simd::Avx512
+    } else if std::arch::is_x86_feature_detected!("avx2")
+        && std::arch::is_x86_feature_detected!("fma")
+    {
+        Simd::Avx2Fma
+    } else {
+        Simd::Plain
+    }
+}
+
+/// [`log_components_impl`] compiled for AVX-512F.
+///
+/// # Safety
+/// The CPU must support AVX-512F.
+#[cfg(target_arch = "x86_64")]
+#[target_feature(enable = "avx512f")]
+unsafe fn log_components_avx512(k: &MixtureCoeffs, theta: &[f64], l: &mut [f64]) {
+    log_components_impl(k, theta, l);
+}
+
+/// [`log_components_impl`] compiled for AVX2 and FMA.
+///
+/// # Safety
+/// The CPU must support AVX2 and FMA.
+#[cfg(target_arch = "x86_64")]
+#[target_feature(enable = "avx2,fma")]
+unsafe fn log_components_avx2(k: &MixtureCoeffs, theta: &[f64], l: &mut [f64]) {
+    log_components_impl(k, theta, l);
+}
+
+/// [`gradient_blocks_impl`] compiled for AVX-512F.
+///
+/// # Safety
+/// The CPU must support AVX-512F.
+#[cfg(target_arch = "x86_64")]
+#[target_feature(enable = "avx512f")]
+unsafe fn gradient_blocks_avx512(k: &MixtureCoeffs, theta: &[f64], w: &[f64], sink: &mut Sink<'_>) {
+    gradient_blocks_impl::<16>(k, theta, w, sink);
+}
+
+/// [`gradient_blocks_impl`] compiled for AVX2 and FMA.
+///
+/// # Safety
+/// The CPU must support AVX2 and FMA.
+#[cfg(target_arch = "x86_64")]
+#[target_feature(enable = "avx2,fma")]
+unsafe fn gradient_blocks_avx2(k: &MixtureCoeffs, theta: &[f64], w: &[f64], sink: &mut Sink<'_>) {
+    gradient_blocks_impl::<8>(k, theta, w, sink);
+}
+
+/// Where pass 2 puts each row's gradient on a block of columns.
+pub(super) enum Sink<'a> {
+    /// Stored: the n×d gradient.
+    Store(&'a mut [f64]),
+    /// Pulled back at once (τ·∇log p − ∇log q into the loc and ρ sums of length d).
+    Pullback {
+        eps: &'a [f64],
+        grad: &'a [f64],
+        tau: f64,
+        dloc: &'a mut [f64],
+        drho: &'a mut [f64],
+    },
+}
+
+impl Sink<'_> {
+    /// Row `r`'s gradient `q` on columns `cols` (rows of length `d`).
+    #[inline(always)]
+    fn take(&mut self, d: usize, r: usize, cols: &Range<usize>, q: &[f64]) {
+        let row = r * d + cols.start..r * d + cols.end;
+        match self {
+            Sink::Store(grad) => grad[row].copy_from_slice(q),
+            Sink::Pullback {
+                eps,
+                grad,
+                tau,
+                dloc,
+                drho,
+            } => {
+                for ((((dl, dr), &gv), &qv), &ev) in dloc[cols.clone()]
+                    .iter_mut()
+                    .zip(drho[cols.clone()].iter_mut())
+                    .zip(&grad[row.clone()])
+                    .zip(q)
+                    .zip(&eps[row])
+                {
+                    // accumulate_directions' operations, in its order
+                    let delta = *tau * gv - qv;
+                    *dl += delta;
+                    *dr += delta * ev;
+                }
+            }
+        }
+    }
+}
+
+/// The column blocks of d: `BLOCK` columns each, the last one the rest.
+fn blocks(d: usize) -> impl Iterator<Item = Range<usize>> {
+    (0..d.div_ceil(BLOCK)).map(move |t| t * BLOCK..((t + 1) * BLOCK).min(d))
+}
+
+/// Columns `cols` of particle j's h and b (their padding included up to whole lanes: `cols`
+/// rounded up to a multiple of [`LANES`], within the row stride), as whole lanes.
+#[inline(always)]
+#[allow(clippy::type_complexity)]
+fn coeff_lanes<'a, const G: usize>(
+    k: &'a MixtureCoeffs,
+    j: usize,
+    cols: &Range<usize>,
+) -> (&'a [[f64; G]], &'a [[f64; G]]) {
+    let r = j * k.stride + cols.start..j * k.stride + cols.start + cols.len().next_multiple_of(G);
+    (k.b[r.clone()].as_chunks::<G>().0, k.h[r].as_chunks::<G>().0)
+}
+
+/// A row's values on `cols` as whole lanes: the chunks of `G`, and the rest padded with zeros.
+#[inline(always)]
+fn row_lanes<'a, const G: usize>(
+    row: &'a [f64],
+    cols: &Range<usize>,
+) -> (&'a [[f64; G]], [f64; G]) {
+    let (whole, rest) = row[cols.clone()].as_chunks::<G>();
+    let mut pad = [0.0; G];
+    pad[..rest.len()].copy_from_slice(rest);
+    (whole, pad)
+}
+
+#[inline(always)]
+fn log_components_impl(k: &MixtureCoeffs, theta: &[f64], l: &mut [f64]) {
+    let (m, d) = (k.m, k.d);
+    if d == 0 || m == 0 {
+        return;
+    }
+    for cols in blocks(d) {
+        // rows in pairs (each pair reads the block's coefficients once); each row's lanes
+        // are its own, so a row's sums do not depend on its partner
+        let mut rows = theta.chunks_exact(d).zip(l.chunks_exact_mut(m));
+        while let Some((t0, l0)) = rows.next() {
+            let (x0, p0) = row_lanes::<LANES>(t0, &cols);
+            match rows.next() {
+                Some((t1, l1)) => {
+                    let (x1, p1) = row_lanes::<LANES>(t1, &cols);
+                    for (j, (v0, v1)) in l0.iter_mut().zip(l1.iter_mut()).enumerate() {
+                        let (bj, hj) = coeff_lanes::<LANES>(k, j, &cols);
+                        let (s0, s1) = block_sums2((x0, &p0), (x1, &p1), bj, hj);
+                        *v0 += s0;
+                        *v1 += s1;
+                    }
+                }
+                None => {
+                    for (j, v0) in l0.iter_mut().enumerate() {
+                        let (bj, hj) = coeff_lanes::<LANES>(k, j, &cols);
+                        *v0 += block_sums2((x0, &p0), (x0, &p0), bj, hj).0;
+                    }
+                }
+            }
+        }
+    }
+}
+
+/// Σ_i (b_i − h_i·t_i)·t_i of two rows over one block, each row given as its whole lanes and
+/// its zero-padded rest (`b`, `h` the block's coefficients, padding included): each in
+/// [`LANES`] lanes (lane ℓ: columns ≡ ℓ mod LANES, in order), the lanes added pairwise.
+#[inline(always)]
+#[allow(clippy::type_complexity)]
+fn block_sums2(
+    t0: (&[[f64; LANES]], &[f64; LANES]),
+    t1: (&[[f64; LANES]], &[f64; LANES]),
+    b: &[[f64; LANES]],
+    h: &[[f64; LANES]],
+) -> (f64, f64) {
+    let (mut a0, mut a1) = ([0.0; LANES], [0.0; LANES]);
+    let x0 = t0.0.iter().chain(std::iter::once(t0.1));
+    let x1 = t1.0.iter().chain(std::iter::once(t1.1));
+    for (((x0, x1), bb), hh) in x0.zip(x1).zip(b).zip(h) {
+        for l in 0..LANES {
+            a0[l] = (-hh[l]).mul_add(x0[l], bb[l]).mul_add(x0[l], a0[l]);
+            a1[l] = (-hh[l]).mul_add(x1[l], bb[l]).mul_add(x1[l], a1[l]);
+        }
+    }
+    (reduce_lanes(a0), reduce_lanes(a1))
+}
+
+/// The sum of the lanes, pairwise (lane ℓ + lane ℓ + 8, then + 4, + 2, + 1).
+#[inline(always)]
+fn reduce_lanes(mut a: [f64; LANES]) -> f64 {
+    let mut half = LANES / 2;
+    while half > 0 {
+        for l in 0..half {
+            a[l] += a[l + half];
+        }
+        half /= 2;
+    }
+    a[0]
+}
+
+/// [`gradient_block2`] on the `n`-th `G` columns of `cols` (each row: its responsibilities and
+/// θ there).
+#[inline(always)]
+fn gradient_step<const G: usize>(
+    k: &MixtureCoeffs,
+    cols: &Range<usize>,
+    n: usize,
+    (w0, t0): (&[f64], &[f64; G]),
+    (w1, t1): (&[f64], &[f64; G]),
+) -> ([f64; G], [f64; G]) {
+    let (mut sb0, mut sh0, mut sb1, mut sh1) = ([0.0; G], [0.0; G], [0.0; G], [0.0; G]);
+    for (j, (&u0, &u1)) in w0.iter().zip(w1).enumerate() {
+        let (bj, hj) = coeff_lanes::<G>(k, j, cols);
+        let (bj, hj) = (&bj[n], &hj[n]);
+        for l in 0..G {
+            sb0[l] = u0.mul_add(bj[l], sb0[l]);
+            sh0[l] = u0.mul_add(hj[l], sh0[l]);
+            sb1[l] = u1.mul_add(bj[l], sb1[l]);
+            sh1[l] = u1.mul_add(hj[l], sh1[l]);
+        }
+    }
+    let (mut g0, mut g1) = ([0.0; G], [0.0; G]);
+    for l in 0..G {
+        g0[l] = (-(sh0[l] + sh0[l])).mul_add(t0[l], sb0[l]);
+        g1[l] = (-(sh1[l] + sh1[l])).mul_add(t1[l], sb1[l]);
+    }
+    (g0, g1)
+}
+
+/// Pass 2 with `G` columns per vector step (any G dividing [`LANES`]: each column's value is
+/// computed alone, so G does not change it).
+#[inline(always)]
+fn gradient_blocks_impl<const G: usize>(
+    k: &MixtureCoeffs,
+    theta: &[f64],
+    w: &[f64],
+    sink: &mut Sink<'_>,
+) {
+    let (m, d) = (k.m, k.d);
+    if d == 0 || m == 0 {
+        return;
+    }
+    let (mut q0, mut q1) = ([0.0; BLOCK], [0.0; BLOCK]);
+    for cols in blocks(d) {
+        let (q0, q1) = (&mut q0[..cols.len()], &mut q1[..cols.len()]);
+        // rows in pairs, as in pass 1; each column's rows reach the sink in order
+        let mut rows = theta.chunks_exact(d).zip(w.chunks_exact(m)).enumerate();
+        while let Some((r, (t0, w0))) = rows.next() {
+            match rows.next() {
+                Some((_, (t1, w1))) => {
+                    gradient_block2::<G>(k, &cols, (t0, w0, q0), (t1, w1, q1));
+                    sink.take(k.d, r, &cols, q0);
+                    sink.take(k.d, r + 1, &cols, q1);
+                }
+                None => {
+                    gradient_block2::<G>(k, &cols, (t0, w0, q0), (t0, w0, q1));
+                    sink.take(k.d, r, &cols, q0);
+                }
+            }
+        }
+    }
+}
+
+/// Two rows' ∇log q_mix on columns `cols` (each row: its θ, its responsibilities w and the
+/// output q, `cols.len()` values): per column, s_b = Σ_j w_j b_ji and s_h = Σ_j w_j h_ji
+/// (j in order), q = s_b − (s_h + s_h)·θ, each step one fused multiply-add.
+#[inline(always)]
+#[allow(clippy::type_complexity)]
+fn gradient_block2<const G: usize>(
+    k: &MixtureCoeffs,
+    cols: &Range<usize>,
+    r0: (&[f64], &[f64], &mut [f64]),
+    r1: (&[f64], &[f64], &mut [f64]),
+) {
+    let (x0, p0) = row_lanes::<G>(r0.0, cols);
+    let (x1, p1) = row_lanes::<G>(r1.0, cols);
+    let (w0, w1) = (r0.1, r1.1);
+    let (q0, q0_rest) = r0.2.as_chunks_mut::<G>();
+    let (q1, q1_rest) = r1.2.as_chunks_mut::<G>();
+    for (n, (((t0, t1), g0), g1)) in x0.iter().zip(x1).zip(q0).zip(q1).enumerate() {
+        (*g0, *g1) = gradient_step(k, cols, n, (w0, t0), (w1, t1));
+    }
+    if !q0_rest.is_empty() {
+        let (g0, g1) = gradient_step(k, cols, x0.len(), (w0, &p0), (w1, &p1));
+        let rest = q0_rest.len();
+        q0_rest.copy_from_slice(&g0[..rest]);
+        q1_rest.copy_from_slice(&g1[..rest]);
+    }
+}
