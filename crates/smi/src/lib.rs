@@ -67,9 +67,10 @@
 )]
 
 // Modules are private and the root re-exports the vocabulary, so every public type has one path.
-// Four namespaces are public on purpose and their items are reachable only there:
+// Five namespaces are public on purpose and their items are reachable only there:
 // `kernel` (the seven Stein kernels and their parts), `metrics`, `linalg` (the products the
-// built-in models share) and `testing` (targets with known moments).
+// built-in models share), `random` (the counter-based generator the CPU and GPU backends
+// share) and `testing` (targets with known moments).
 mod engine;
 mod error;
 mod guide;
@@ -82,6 +83,7 @@ mod model;
 mod nuts;
 mod optim;
 mod posterior;
+pub mod random;
 mod stein;
 mod summary;
 mod svi;

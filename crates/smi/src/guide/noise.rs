@@ -1,39 +1,34 @@
 //! The Normal guide's standard-normal noise ε, one independent stream per draw (row) of a step.
 //!
-//! A step draws one 32-byte ChaCha8 key from the state's RNG ([`NoiseKey::draw`]); row k of the
-//! step's K×d noise (draw k, k = (group·m + particle)·S + s) is the first d standard normals of
-//! ChaCha8 stream k under that key (`set_stream(k)`: ChaCha's 64-bit nonce, so distinct rows are
-//! distinct keystreams of the same key, not offsets into one stream). Any row can be drawn on
-//! its own, by any thread, in any order: a fused step draws each block's rows where it uses them
-//! and an unfused one fills the whole K×d array, and both get the same ε for the same row.
+//! A step draws one 64-bit key from the state's RNG ([`NoiseKey::draw`]); row k of the step's
+//! K×d noise (draw k, k = (group·m + particle)·S + s) is the first d standard normals of row k
+//! of the Philox4x32-10 generator under that key ([`crate::random::fill_normals`]: normal i
+//! comes from the counter (i/4, k), so distinct rows are distinct counters of the same key, and
+//! for k < 2^32 row k is the GPU backend's stream k). Any row can be drawn on its own, by any
+//! thread, in any order: a fused step draws each block's rows where it uses them and an
+//! unfused one fills the whole K×d array, and both get the same ε for the same row.
 
-use rand::{Rng, SeedableRng};
-use rand_chacha::ChaCha8Rng;
-use rand_distr::{Distribution, StandardNormal};
+use rand::Rng;
 use rayon::prelude::*;
+
+use crate::random::fill_normals;
 
 /// Values below which [`NoiseKey::fill_rows`] stays on the calling thread.
 const MIN_PAR_VALUES: usize = 1 << 15;
 
-/// One step's noise key: row k of the step's noise is stream k of ChaCha8 under this key.
+/// One step's noise key: row k of the step's noise is row k of Philox4x32-10 under this key.
 #[derive(Clone, Debug, PartialEq, Eq)]
-pub struct NoiseKey([u8; 32]);
+pub struct NoiseKey(u64);
 
 impl NoiseKey {
-    /// A fresh key: 32 bytes from `rng`.
+    /// A fresh key: one `u64` from `rng`.
     pub fn draw<R: Rng + ?Sized>(rng: &mut R) -> Self {
-        let mut key = [0u8; 32];
-        rng.fill_bytes(&mut key);
-        NoiseKey(key)
+        NoiseKey(rng.next_u64())
     }
 
-    /// Row `row` of the noise: `out.len()` standard normals (the first ones of stream `row`).
+    /// Row `row` of the noise: `out.len()` standard normals (the first ones of row `row`).
     pub fn fill_row(&self, row: u64, out: &mut [f64]) {
-        let mut r = ChaCha8Rng::from_seed(self.0);
-        r.set_stream(row);
-        for e in out.iter_mut() {
-            *e = StandardNormal.sample(&mut r);
-        }
+        fill_normals(self.0, row, out);
     }
 
     /// Rows `first`, `first + 1`, … of length `row_len` into `out` (a whole number of rows), in
@@ -52,6 +47,8 @@ impl NoiseKey {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use rand::SeedableRng;
+    use rand_chacha::ChaCha8Rng;
 
     #[test]
     fn a_row_is_its_own_stream_wherever_it_is_drawn() {
