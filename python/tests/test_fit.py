@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import _thread
+import signal
 import threading
 
 import numpy as np
@@ -116,6 +117,9 @@ def test_non_finite_values_are_an_smi_error() -> None:
 
 
 def test_ctrl_c_stops_a_long_fit() -> None:
+    # Python's own Ctrl-C handler, also where the runner was started with SIGINT ignored (a
+    # background job of a shell without job control): `interrupt_main` does nothing then.
+    previous = signal.signal(signal.SIGINT, signal.default_int_handler)
     timer = threading.Timer(0.3, _thread.interrupt_main)
     timer.start()
     try:
@@ -124,3 +128,4 @@ def test_ctrl_c_stops_a_long_fit() -> None:
             smi.fit(gaussian, 2, "smi", num_steps=10_000_000, converge=False)
     finally:
         timer.cancel()
+        signal.signal(signal.SIGINT, previous)
