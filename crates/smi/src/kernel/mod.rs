@@ -17,6 +17,7 @@ use crate::matrix::Matrix;
 use crate::model::Layout;
 
 mod bandwidth;
+mod direction;
 mod graphical;
 mod imq;
 mod linear;
@@ -69,37 +70,50 @@ impl Weights {
     }
 
     fn attract_into(&self, g: &Matrix, cols: Range<usize>, out: &mut Matrix) {
+        for l in 0..g.rows() {
+            self.attract_row(g, cols.clone(), 0, l, &mut out.row_mut(l)[cols.clone()]);
+        }
+    }
+
+    /// Adds Σ_i k(x_i, x_ℓ) ⊙ g_i to `ol`, on the columns `cols` of `g` (`ol` holds those
+    /// columns of target ℓ; the sum runs over i = 0, 1, … in order, one product and one
+    /// addition per term, a zero scalar weight skipped). `k0` is the weights' own column of
+    /// `cols.start` (vector weights); block weights take their blocks' columns relative to
+    /// `cols.start`, each block's weights from their column 0.
+    pub(crate) fn attract_row(
+        &self,
+        g: &Matrix,
+        cols: Range<usize>,
+        k0: usize,
+        l: usize,
+        ol: &mut [f64],
+    ) {
         let m = g.rows();
         match self {
             Weights::Scalar(k) => {
-                for l in 0..m {
-                    for i in 0..m {
-                        let w = k.get(i, l);
-                        if w == 0.0 {
-                            continue;
-                        }
-                        let (gi, ol) = (&g.row(i)[cols.clone()], &mut out.row_mut(l)[cols.clone()]);
-                        for (o, v) in ol.iter_mut().zip(gi) {
-                            *o += w * v;
-                        }
+                for i in 0..m {
+                    let w = k.get(i, l);
+                    if w == 0.0 {
+                        continue;
+                    }
+                    for (o, v) in ol.iter_mut().zip(&g.row(i)[cols.clone()]) {
+                        *o += w * v;
                     }
                 }
             }
             Weights::Vector { m: mm, p, k } => {
-                for l in 0..m {
-                    for i in 0..m {
-                        let kv = &k[(i * mm + l) * p..(i * mm + l + 1) * p][..cols.len()];
-                        let (gi, ol) = (&g.row(i)[cols.clone()], &mut out.row_mut(l)[cols.clone()]);
-                        for ((o, v), w) in ol.iter_mut().zip(gi).zip(kv) {
-                            *o += w * v;
-                        }
+                for i in 0..m {
+                    let row = (i * mm + l) * p + k0;
+                    let kv = &k[row..row + cols.len()];
+                    for ((o, v), w) in ol.iter_mut().zip(&g.row(i)[cols.clone()]).zip(kv) {
+                        *o += w * v;
                     }
                 }
             }
             Weights::Blocks(blocks) => {
                 for (range, w) in blocks {
                     let start = cols.start + range.start;
-                    w.attract_into(g, start..start + range.len(), out);
+                    w.attract_row(g, start..start + range.len(), 0, l, &mut ol[range.clone()]);
                 }
             }
         }

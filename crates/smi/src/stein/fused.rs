@@ -88,6 +88,14 @@ impl Scratch {
     }
 }
 
+/// Makes `buf` at least `len` long (the values already there kept; new ones zero).
+fn grow(buf: &mut Vec<f64>, len: usize, what: &str) -> Result<()> {
+    if buf.len() < len {
+        try_resize(buf, len, what)?;
+    }
+    Ok(())
+}
+
 /// [`super::force::elbo_gradients`] for the Normal guide without shared parameters and with
 /// S ≥ 2 draws per particle; `noise` gives the K×d noise rows (drawn per sub-block from the
 /// key), `logp` and `logq` (K) receive the model's and the mixture's log densities, `scratch`
@@ -161,11 +169,14 @@ pub(crate) fn elbo_gradients_normal<M: LogDensity + ?Sized>(
             let [mut eb, mut th, mut gr] =
                 BLOCK_SCRATCH.with(|c| c.borrow_mut().pop().unwrap_or_default());
             let all = rows.len() * d;
+            // sized for the longest chunk, never shrunk: a shorter chunk uses a prefix, so a
+            // set is not zero-filled again when it passes from a short chunk to a long one
+            let most = longest * d;
             if let Noise::Key(_) = noise {
-                try_resize(&mut eb, all, "a chunk's noise")?;
+                grow(&mut eb, most, "a chunk's noise")?;
             }
-            try_resize(&mut th, all, "a chunk's draws")?;
-            try_resize(&mut gr, all, "a chunk's gradients")?;
+            grow(&mut th, most, "a chunk's draws")?;
+            grow(&mut gr, most, "a chunk's gradients")?;
             let first = blk * s + rows.start;
             let sig = &sigma[i * d..(i + 1) * d];
             let mut r0 = 0;

@@ -162,25 +162,28 @@ impl<'a, M: LogDensity + ?Sized> SteinVi<'a, M> {
         } = result?;
         let kernel_layout = split.map_or(&self.layout, |sh| sh.kernel_layout());
         let gram = self.kernel.compute(parts, kernel_layout)?;
+        let c_att = match st.attraction {
+            AttractionNorm::Paper => 1.0 / m as f64,
+            AttractionNorm::Numpyro => 1.0,
+        };
+        let c_rep = st.repulsion_temperature / m as f64;
         let mut phi = match st.gradient_reuse {
-            crate::GradientReuse::Shared => gram.weights.attract(&ghats[0]),
+            crate::GradientReuse::Shared => {
+                gram.weights
+                    .direction(&ghats[0], c_att, &gram.repulsion, c_rep)
+            }
             crate::GradientReuse::PerPair => {
                 let mut a = Matrix::zeros(m, parts.cols());
                 for (l, g) in ghats.iter().enumerate() {
                     let al = gram.weights.attract(g);
                     a.row_mut(l).copy_from_slice(al.row(l));
                 }
+                for (f, r) in a.as_mut_slice().iter_mut().zip(gram.repulsion.as_slice()) {
+                    *f = c_att * *f + c_rep * r;
+                }
                 a
             }
         };
-        let c_att = match st.attraction {
-            AttractionNorm::Paper => 1.0 / m as f64,
-            AttractionNorm::Numpyro => 1.0,
-        };
-        let c_rep = st.repulsion_temperature / m as f64;
-        for (f, r) in phi.as_mut_slice().iter_mut().zip(gram.repulsion.as_slice()) {
-            *f = c_att * *f + c_rep * r;
-        }
         if let Some(sh) = split {
             phi = sh.direction(&phi, &grad_eta, state.particles.cols());
         }
