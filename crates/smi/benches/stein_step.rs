@@ -60,18 +60,27 @@ fn hier_step(c: &mut Criterion) {
 }
 
 fn kernel(c: &mut Criterion) {
-    let mut rng = ChaCha8Rng::seed_from_u64(3);
-    let (m, p) = (20, 200);
-    let x = Matrix::from_fn(m, p, |_, _| rng.random_range(-2.0..2.0));
-    let g = Matrix::from_fn(m, p, |_, _| rng.random_range(-1.0..1.0));
-    let layout = Layout::flat(p);
-    let rbf = KernelSettings::default().build().unwrap();
-    c.bench_function("rbf_kernel_m20_p200", |b| {
-        b.iter(|| {
-            let gram = rbf.compute(&x, &layout).unwrap();
-            std::hint::black_box(gram.weights.attract(&g))
-        })
-    });
+    // a small model, and MNIST's one-layer net with the Normal guide (m = 5, p = 2·79 510)
+    for (m, p) in [(20, 200), (5, 159_020)] {
+        let mut rng = ChaCha8Rng::seed_from_u64(3);
+        let x = Matrix::from_fn(m, p, |_, _| rng.random_range(-2.0..2.0));
+        let g = Matrix::from_fn(m, p, |_, _| rng.random_range(-1.0..1.0));
+        let layout = Layout::flat(p);
+        let rbf = KernelSettings::default().build().unwrap();
+        c.bench_function(&format!("rbf_kernel_m{m}_p{p}"), |b| {
+            b.iter(|| {
+                let gram = rbf.compute(&x, &layout).unwrap();
+                std::hint::black_box(gram.weights.attract(&g))
+            })
+        });
+        let gram = rbf.compute(&x, &layout).unwrap();
+        c.bench_function(&format!("rbf_gram_m{m}_p{p}"), |b| {
+            b.iter(|| std::hint::black_box(rbf.compute(&x, &layout).unwrap()))
+        });
+        c.bench_function(&format!("stein_direction_m{m}_p{p}"), |b| {
+            b.iter(|| std::hint::black_box(gram.weights.direction(&g, 0.2, &gram.repulsion, 0.2)))
+        });
+    }
 }
 
 criterion_group! {

@@ -62,6 +62,21 @@ pub(crate) struct ElboGradients {
     pub(crate) grad_eta: Vec<f64>,
 }
 
+/// Whether [`elbo_gradients`] takes the fused path ([`super::fused`]): the Normal guide
+/// without shared parameters, S ≥ 2 draws per particle and a model that takes its draws in
+/// several calls.
+pub(crate) fn is_fused<M: LogDensity + ?Sized>(
+    model: &M,
+    guide: &GuideSettings,
+    draws_per_particle: usize,
+    shared: bool,
+) -> bool {
+    !shared
+        && draws_per_particle >= 2
+        && matches!(guide, GuideSettings::Normal { .. })
+        && !model.one_call_per_step()
+}
+
 /// The ELBO gradients of `groups` independent sets of draws.
 ///
 /// `particles` are the Stein part of the particles (m×p_T, all of them without shared
@@ -104,11 +119,7 @@ pub(crate) fn elbo_gradients<M: LogDensity + ?Sized>(
     // Sizes from user settings (m, S): a failed allocation is an error, not an abort.
     try_resize(logp, k, "the step's K log densities")?;
     try_resize(logq, k, "the step's K mixture densities")?;
-    if shared.is_none()
-        && s >= 2
-        && matches!(guide, GuideSettings::Normal { .. })
-        && !model.one_call_per_step()
-    {
+    if is_fused(model, guide, s, shared.is_some()) {
         // the common case, fused per chunk of draws (no K×d buffers of ε, θ or gradients); a
         // model that wants all K draws in one call (LogDensity::one_call_per_step) goes below
         return super::fused::elbo_gradients_normal(

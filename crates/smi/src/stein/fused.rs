@@ -75,9 +75,36 @@ pub(crate) struct Scratch {
     /// ĝ of every block (groups·m×p), lent to the step's result with one group and given back
     /// by [`Scratch::keep_ghat`].
     ghat: Vec<f64>,
+    /// Whether `coeffs` and `sigma` hold the current particles' values ([`Scratch::prepare`]),
+    /// for the next step only.
+    prepared: bool,
 }
 
 impl Scratch {
+    /// Computes the mixture's coefficients and σ (m×d) of `particles` (m×2d) ahead of the step
+    /// that uses them, which then skips that work: so it can run beside the step's batch draw.
+    ///
+    /// # Errors
+    /// [`Error::Shape`] when a buffer cannot be allocated.
+    pub(crate) fn prepare(&mut self, particles: &Matrix) -> Result<()> {
+        self.prepared = false;
+        let (m, d) = (particles.rows(), particles.cols() / 2);
+        self.coeffs.set(particles)?;
+        try_resize(&mut self.sigma, m * d, "the particles' m×d scales")?;
+        self.sigma
+            .par_chunks_mut(d.max(1))
+            .with_min_len(MIN_PAR_VALUES.div_ceil(16 * d.max(1)))
+            .enumerate()
+            .for_each(|(i, si)| normal::scales_into(particles.row(i), si));
+        self.prepared = true;
+        Ok(())
+    }
+
+    /// Forgets a [`Scratch::prepare`] that no step used.
+    pub(crate) fn unprepare(&mut self) {
+        self.prepared = false;
+    }
+
     /// Takes back the buffer of a step's ĝ (one group: `ghats[0]`) once the step is done with it.
     pub(crate) fn keep_ghat(&mut self, mut ghats: Vec<Matrix>) {
         if ghats.len() == 1 {
@@ -119,20 +146,18 @@ pub(crate) fn elbo_gradients_normal<M: LogDensity + ?Sized>(
     let d = model.dim();
     let p = particles.cols();
     let k = groups * m * s;
+    if !std::mem::take(&mut scratch.prepared) {
+        scratch.prepare(particles)?;
+        scratch.prepared = false;
+    }
     let Scratch {
         partials,
         coeffs,
         sigma,
         ghat,
+        ..
     } = scratch;
-    coeffs.set(particles)?;
-    try_resize(sigma, m * d, "the particles' m×d scales")?;
-    sigma
-        .par_chunks_mut(d.max(1))
-        .with_min_len(MIN_PAR_VALUES.div_ceil(16 * d.max(1)))
-        .enumerate()
-        .for_each(|(i, si)| normal::scales_into(particles.row(i), si));
-    let (coeffs, sigma) = (&*coeffs, &sigma[..]);
+    let (coeffs, sigma) = (&*coeffs, &sigma[..m * d]);
     // rows per model call, at least 2; a last sub-block of one row joins the one before
     let sub = (SUB_BLOCK_BYTES / (32 * d.max(1))).max(2);
     let chunks: Vec<Range<usize>> = normal::draw_chunks(s, d).collect();

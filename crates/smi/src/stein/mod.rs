@@ -131,37 +131,63 @@ impl<'a, M: LogDensity + ?Sized> SteinVi<'a, M> {
         let noise = key
             .as_ref()
             .map_or(force::Noise::Given(&[]), force::Noise::Key);
-        let mut batch = match rows {
-            None => self.batcher.draw(&mut state.rng, k),
-            Some(r) => Batch::shared(r.to_vec(), self.model.num_data()),
-        };
+        // the batch draw (serial: it reads the state's generator) beside the fused step's
+        // coefficients and σ, on big steps; the same values either way
+        let fused = force::is_fused(self.model, &st.guide, s, split.is_some());
+        let big = k * self.model.dim() >= PAR_JOIN_VALUES;
+        let scratch_now = &mut *scratch;
+        let (batch, prepared) = join_if(
+            fused && big,
+            || match rows {
+                None => self.batcher.draw(&mut state.rng, k),
+                Some(r) => Batch::shared(r.to_vec(), self.model.num_data()),
+            },
+            || {
+                if fused && big {
+                    scratch_now.fused.prepare(parts)
+                } else {
+                    Ok(())
+                }
+            },
+        );
+        let mut batch = batch;
         batch.jacobian = st.jacobian;
         let tau = st.loss_temperature * st.schedule.value(state.step);
-        let result = batch.validate(self.model.num_data(), k).and_then(|_| {
-            let shared = split
-                .zip(eta.as_deref())
-                .map(|(split, eta)| force::SharedPoint { split, eta });
-            force::elbo_gradients(
-                self.model,
-                &st.guide,
-                parts,
-                noise,
-                &batch,
-                tau,
-                s,
-                groups,
-                shared,
-                &mut scratch,
-            )
-        });
+        let kernel_layout = split.map_or(&self.layout, |sh| sh.kernel_layout());
+        // the ELBO gradients beside the kernel (which needs only the particles), on big steps
+        let scratch_now = &mut *scratch;
+        let (result, gram) = join_if(
+            big && parts.rows() * parts.cols() >= PAR_JOIN_VALUES,
+            || {
+                prepared?;
+                batch.validate(self.model.num_data(), k)?;
+                let shared = split
+                    .zip(eta.as_deref())
+                    .map(|(split, eta)| force::SharedPoint { split, eta });
+                force::elbo_gradients(
+                    self.model,
+                    &st.guide,
+                    parts,
+                    noise,
+                    &batch,
+                    tau,
+                    s,
+                    groups,
+                    shared,
+                    scratch_now,
+                )
+            },
+            || self.kernel.compute(parts, kernel_layout),
+        );
+        // coefficients prepared for a step that did not use them are not kept for the next
+        scratch.fused.unprepare();
         drop(scratch);
         let force::ElboGradients {
             ghats,
             elbo,
             grad_eta,
         } = result?;
-        let kernel_layout = split.map_or(&self.layout, |sh| sh.kernel_layout());
-        let gram = self.kernel.compute(parts, kernel_layout)?;
+        let gram = gram?;
         let c_att = match st.attraction {
             AttractionNorm::Paper => 1.0 / m as f64,
             AttractionNorm::Numpyro => 1.0,
@@ -252,6 +278,26 @@ impl<M: LogDensity + ?Sized> Engine for SteinVi<'_, M> {
             (phi.into_vec(), loss, elbo)
         });
         engine::apply_ascent(state, &st.optimizer, st.on_non_finite, result)
+    }
+}
+
+/// K·d values of a step (and m·p of the particles) from which its independent parts run side
+/// by side: below it the rayon hand-off costs more than it saves (SVGD and MAP steps of a few
+/// microseconds).
+const PAR_JOIN_VALUES: usize = 1 << 16;
+
+/// `(a(), b())`, side by side on the thread pool when `par`, else one after the other.
+fn join_if<A, B, RA, RB>(par: bool, a: A, b: B) -> (RA, RB)
+where
+    A: FnOnce() -> RA + Send,
+    B: FnOnce() -> RB + Send,
+    RA: Send,
+    RB: Send,
+{
+    if par {
+        rayon::join(a, b)
+    } else {
+        (a(), b())
     }
 }
 
