@@ -205,6 +205,32 @@ pub(crate) fn finish_pullback(rho: &[f64], s_count: f64, loc_out: &mut [f64], rh
     }
 }
 
+/// [`finish_pullback`] with the slopes sigmoid(ρ) given (`slope`, length d; the same values).
+pub(crate) fn finish_pullback_with_slopes(
+    slope: &[f64],
+    s_count: f64,
+    loc_out: &mut [f64],
+    rho_out: &mut [f64],
+) {
+    for ((dl, dr), &g) in loc_out.iter_mut().zip(rho_out.iter_mut()).zip(slope) {
+        *dl /= s_count;
+        *dr *= g / s_count;
+    }
+}
+
+/// σ = softplus(ρ) and its slope sigmoid(ρ) of a particle `psi` (2d: loc, ρ) into `sigma` and
+/// `slope` (d each): one exponential per coordinate for both, the same values as
+/// [`scales_into`] and `sigmoid`.
+pub(crate) fn scales_and_slopes_into(psi: &[f64], sigma: &mut [f64], slope: &mut [f64]) {
+    for ((s, g), &r) in sigma
+        .iter_mut()
+        .zip(slope.iter_mut())
+        .zip(&psi[psi.len() / 2..])
+    {
+        (*s, *g) = crate::model::softplus_and_sigmoid(r);
+    }
+}
+
 /// Adds ∂/∂ρ Σ ln σ = sigmoid(ρ)/softplus(ρ) to the ρ half of `out`.
 pub fn add_entropy_grad(psi: &[f64], out: &mut [f64]) {
     let d = psi.len() / 2;

@@ -12,6 +12,7 @@ pub use constrained::{Constrained, ConstrainedModel};
 pub use constraint::{Constraint, SIMPLEX_TOLERANCE};
 pub use layout::{Block, Layout};
 pub use per_draw::PerDraw;
+pub(crate) use transform::softplus_and_sigmoid;
 pub use transform::{inv_softplus, log_sigmoid, sigmoid, softplus, Transform};
 
 use rand::RngCore;

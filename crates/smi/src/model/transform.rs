@@ -99,6 +99,21 @@ pub fn sigmoid(u: f64) -> f64 {
     }
 }
 
+/// (softplus(u), sigmoid(u)) from one exponential, e^(−|u|), which both use: the same bits as
+/// [`softplus`] and [`sigmoid`] called apart.
+#[inline]
+pub(crate) fn softplus_and_sigmoid(u: f64) -> (f64, f64) {
+    let e = (-u.abs()).exp();
+    let log1p = e.ln_1p();
+    if u > 0.0 {
+        (u + log1p, 1.0 / (1.0 + e))
+    } else if u == 0.0 {
+        (log1p, 1.0 / (1.0 + e))
+    } else {
+        (log1p, e / (1.0 + e))
+    }
+}
+
 /// ln σ(u) = −softplus(−u).
 pub fn log_sigmoid(u: f64) -> f64 {
     -softplus(-u)
@@ -107,6 +122,20 @@ pub fn log_sigmoid(u: f64) -> f64 {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn softplus_and_sigmoid_are_the_two_calls_bit_for_bit() {
+        // both signs, zero, −0, tiny, large and extreme arguments, NaN
+        let (sp, sg) = softplus_and_sigmoid(f64::NAN);
+        assert!(sp.is_nan() && sg.is_nan());
+        let mut us = vec![0.0, -0.0, 1e-300, -1e-300, 40.0, -40.0, 800.0, -800.0];
+        us.extend((0..4000).map(|i| (i as f64 - 2000.0) * 0.0137));
+        for u in us {
+            let (sp, sg) = softplus_and_sigmoid(u);
+            assert_eq!(sp.to_bits(), softplus(u).to_bits(), "softplus({u})");
+            assert_eq!(sg.to_bits(), sigmoid(u).to_bits(), "sigmoid({u})");
+        }
+    }
 
     #[test]
     fn inverse_round_trips_and_derivatives_match_finite_differences() {

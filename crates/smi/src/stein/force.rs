@@ -85,6 +85,9 @@ pub(crate) fn is_fused<M: LogDensity + ?Sized>(
 /// each draw's shared columns are η. Returns one m×p_T matrix of ĝ per group, the mixture-ELBO
 /// estimate mean(τ·log p − log q_mix) over all draws, and ∇_η L.
 ///
+/// `prepared`: the fused path's coefficients of these particles are in `scratch` already
+/// ([`super::fused::Scratch::prepare`]; false everywhere else).
+///
 /// ĝ_i = (1/S) Σ_s (∂θ_s/∂ψ_i)ᵀ [τ ∇log p(θ_s) − ∇log q_mix(θ_s)], the mixture's parameters held
 /// constant; E[ĝ_i] = m·∇_{ψ_i} L (docs/algorithms.md §2.2).
 #[allow(clippy::too_many_arguments)]
@@ -99,6 +102,7 @@ pub(crate) fn elbo_gradients<M: LogDensity + ?Sized>(
     groups: usize,
     shared: Option<SharedPoint<'_>>,
     scratch: &mut Scratch,
+    prepared: bool,
 ) -> Result<ElboGradients> {
     let m = particles.rows();
     let d = model.dim();
@@ -123,7 +127,7 @@ pub(crate) fn elbo_gradients<M: LogDensity + ?Sized>(
         // the common case, fused per chunk of draws (no K×d buffers of ε, θ or gradients); a
         // model that wants all K draws in one call (LogDensity::one_call_per_step) goes below
         return super::fused::elbo_gradients_normal(
-            model, particles, noise, batch, tau, s, groups, logp, logq, fused,
+            model, particles, noise, batch, tau, s, groups, logp, logq, fused, prepared,
         );
     }
     let nd = guide.noise_dim(dt);
@@ -294,6 +298,7 @@ mod tests {
             1,
             None,
             &mut sc,
+            false,
         )
         .unwrap()
         .ghats
@@ -331,6 +336,7 @@ mod tests {
             1,
             None,
             &mut sc,
+            false,
         )
         .unwrap()
         .elbo;

@@ -72,12 +72,11 @@ pub(crate) struct Scratch {
     coeffs: MixtureCoeffs,
     /// σ of every particle (m×d).
     sigma: Vec<f64>,
+    /// dσ/dρ = sigmoid(ρ) of every particle (m×d).
+    slope: Vec<f64>,
     /// ĝ of every block (groups·m×p), lent to the step's result with one group and given back
     /// by [`Scratch::keep_ghat`].
     ghat: Vec<f64>,
-    /// Whether `coeffs` and `sigma` hold the current particles' values ([`Scratch::prepare`]),
-    /// for the next step only.
-    prepared: bool,
 }
 
 impl Scratch {
@@ -87,22 +86,16 @@ impl Scratch {
     /// # Errors
     /// [`Error::Shape`] when a buffer cannot be allocated.
     pub(crate) fn prepare(&mut self, particles: &Matrix) -> Result<()> {
-        self.prepared = false;
         let (m, d) = (particles.rows(), particles.cols() / 2);
-        self.coeffs.set(particles)?;
         try_resize(&mut self.sigma, m * d, "the particles' m×d scales")?;
+        try_resize(&mut self.slope, m * d, "the particles' m×d scale slopes")?;
         self.sigma
             .par_chunks_mut(d.max(1))
+            .zip(self.slope.par_chunks_mut(d.max(1)))
             .with_min_len(MIN_PAR_VALUES.div_ceil(16 * d.max(1)))
             .enumerate()
-            .for_each(|(i, si)| normal::scales_into(particles.row(i), si));
-        self.prepared = true;
-        Ok(())
-    }
-
-    /// Forgets a [`Scratch::prepare`] that no step used.
-    pub(crate) fn unprepare(&mut self) {
-        self.prepared = false;
+            .for_each(|(i, (si, gi))| normal::scales_and_slopes_into(particles.row(i), si, gi));
+        self.coeffs.set(particles, Some(&self.sigma[..m * d]))
     }
 
     /// Takes back the buffer of a step's ĝ (one group: `ghats[0]`) once the step is done with it.
@@ -127,7 +120,8 @@ fn grow(buf: &mut Vec<f64>, len: usize, what: &str) -> Result<()> {
 /// S ≥ 2 draws per particle; `noise` gives the K×d noise rows (drawn per sub-block from the
 /// key), `logp` and `logq` (K) receive the model's and the mixture's log densities, `scratch`
 /// holds the step's buffers (the chunks' partial ĝ, groups·m·chunks·p values, the mixture's
-/// coefficients, σ and ĝ; resized here). ε, θ and ∇log p of a chunk live in buffers of the
+/// coefficients, σ, its slopes and ĝ; resized here), with the coefficients, σ and the slopes
+/// of these `particles` already in it when `prepared` ([`Scratch::prepare`]). ε, θ and ∇log p of a chunk live in buffers of the
 /// task's own, never in K×d arrays; ∇log q is not stored at all.
 #[allow(clippy::too_many_arguments)]
 pub(crate) fn elbo_gradients_normal<M: LogDensity + ?Sized>(
@@ -141,22 +135,24 @@ pub(crate) fn elbo_gradients_normal<M: LogDensity + ?Sized>(
     logp: &mut [f64],
     logq: &mut [f64],
     scratch: &mut Scratch,
+    prepared: bool,
 ) -> Result<ElboGradients> {
     let m = particles.rows();
     let d = model.dim();
     let p = particles.cols();
     let k = groups * m * s;
-    if !std::mem::take(&mut scratch.prepared) {
+    if !prepared {
         scratch.prepare(particles)?;
-        scratch.prepared = false;
     }
     let Scratch {
         partials,
         coeffs,
         sigma,
+        slope,
         ghat,
         ..
     } = scratch;
+    let slope = &slope[..m * d];
     let (coeffs, sigma) = (&*coeffs, &sigma[..m * d]);
     // rows per model call, at least 2; a last sub-block of one row joins the one before
     let sub = (SUB_BLOCK_BYTES / (32 * d.max(1))).max(2);
@@ -268,7 +264,8 @@ pub(crate) fn elbo_gradients_normal<M: LogDensity + ?Sized>(
                 let (ploc, prho) = part.split_at(d);
                 normal::add_partial(dloc, drho, ploc, prho);
             }
-            normal::finish_pullback(&particles.row(blk % m)[d..], s as f64, dloc, drho);
+            let i = blk % m;
+            normal::finish_pullback_with_slopes(&slope[i * d..(i + 1) * d], s as f64, dloc, drho);
         });
     let ghats = if groups == 1 {
         vec![all]

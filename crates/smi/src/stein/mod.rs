@@ -175,12 +175,11 @@ impl<'a, M: LogDensity + ?Sized> SteinVi<'a, M> {
                     groups,
                     shared,
                     scratch_now,
+                    fused && big,
                 )
             },
             || self.kernel.compute(parts, kernel_layout),
         );
-        // coefficients prepared for a step that did not use them are not kept for the next
-        scratch.fused.unprepare();
         drop(scratch);
         let force::ElboGradients {
             ghats,

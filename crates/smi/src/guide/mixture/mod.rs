@@ -60,29 +60,30 @@ impl MixtureCoeffs {
             d,
             stride,
         };
-        coeffs.fill(particles);
+        coeffs.fill(particles, None);
         coeffs
     }
 
     /// These coefficients set to those of the m Normal `particles` (m×2d), the buffers reused
-    /// (the same values as [`MixtureCoeffs::new`]).
+    /// (the same values as [`MixtureCoeffs::new`]); the particles' scales σ = softplus(ρ) (m×d)
+    /// taken from `sigma` when the caller has them.
     ///
     /// # Errors
     /// [`crate::Error::Shape`] when the m×d buffers cannot be allocated.
-    pub(crate) fn set(&mut self, particles: &Matrix) -> crate::Result<()> {
+    pub(crate) fn set(&mut self, particles: &Matrix, sigma: Option<&[f64]>) -> crate::Result<()> {
         let (m, d) = (particles.rows(), particles.cols() / 2);
         let stride = row_stride(d);
         try_resize(&mut self.h, m * stride, "the mixture's m×d coefficients")?;
         try_resize(&mut self.b, m * stride, "the mixture's m×d coefficients")?;
         try_resize(&mut self.c, m, "the mixture's m constants")?;
         (self.m, self.d, self.stride) = (m, d, stride);
-        self.fill(particles);
+        self.fill(particles, sigma);
         Ok(())
     }
 
     /// Writes every coefficient of `particles` into the buffers (sized m×stride, m×stride and
-    /// m), the padding of each row zero.
-    fn fill(&mut self, particles: &Matrix) {
+    /// m), the padding of each row zero; σ from `sigma` (m×d) when given, else softplus(ρ).
+    fn fill(&mut self, particles: &Matrix, sigma: Option<&[f64]>) {
         let MixtureCoeffs {
             h,
             b,
@@ -95,7 +96,7 @@ impl MixtureCoeffs {
         for row in h.chunks_exact_mut(stride).chain(b.chunks_exact_mut(stride)) {
             row[d..].fill(0.0);
         }
-        // Three transcendental calls per coordinate and particle (≈ 8 ms serial at MNIST's
+        // Three transcendental calls per coordinate and particle (one with σ given) (≈ 8 ms serial at MNIST's
         // m·d = 400K): blocks of coordinates run in parallel when there are many. The partial sums
         // of c are collected in order and added sequentially, so c does not depend on the threads.
         let block = if m * d >= COEFF_PAR_MIN {
@@ -106,16 +107,18 @@ impl MixtureCoeffs {
         let row_coeffs = |j: usize, hj: &mut [f64], bj: &mut [f64]| -> f64 {
             let (hj, bj) = (&mut hj[..d], &mut bj[..d]);
             let (loc, rho) = particles.row(j).split_at(d);
+            let sig = sigma.map(|sg| &sg[j * d..(j + 1) * d]);
             let fill = |(t, (hb, bb)): (usize, (&mut [f64], &mut [f64]))| {
                 let start = t * block;
                 let mut part = 0.0;
-                for (((hv, bv), &l), &r) in hb
+                for (c, (((hv, bv), &l), &r)) in hb
                     .iter_mut()
                     .zip(bb.iter_mut())
                     .zip(&loc[start..])
                     .zip(&rho[start..])
+                    .enumerate()
                 {
-                    let s = softplus(r);
+                    let s = sig.map_or_else(|| softplus(r), |sg| sg[start + c]);
                     let inv = 1.0 / (s * s);
                     *hv = 0.5 * inv;
                     *bv = l * inv;
