@@ -4,8 +4,9 @@
 //! Counter-based, so value i of a stream costs the same anywhere: the device draws ε (K×d)
 //! and the mini-batch rows (K×b) itself, and nothing of that size crosses PCIe. The host
 //! versions let tests check the device streams and reproduce a step without a GPU. The block
-//! function is the core's [`philox4x32`], whose normals ([`smi::random::fill_normals`]) are
-//! this module's [`normal_at`] before the rounding to `f32`.
+//! function is the core's [`philox4x32`], whose normals ([`smi::random::fill_normals`], the
+//! same Box–Muller transform of the same words in `f32` arithmetic) agree with this module's
+//! [`normal_at`] to a few `f32` ulp.
 
 use smi::random::philox4x32;
 
@@ -17,6 +18,8 @@ fn key_of(seed: u64) -> [u32; 2] {
 /// Standard normal number `i` of stream `stream` under `seed`, as the device's `normal_at`
 /// computes it (Box–Muller in `f64` on the lane pairs of counter (i/4, stream), rounded to
 /// `f32`; device and host libm may differ in the last bit of the `f64` before that rounding).
+/// The core's [`smi::random::fill_normals`] computes the same transform in `f32` arithmetic:
+/// the two agree to a few `f32` ulp (within 8·2^-24 of the radius √(−2 ln u1), tested).
 pub fn normal_at(seed: u64, stream: u32, i: u64) -> f32 {
     let block = i >> 2;
     let r = philox4x32(
@@ -84,28 +87,30 @@ mod tests {
     use super::*;
 
     #[test]
-    fn normals_are_the_cores_rounded_to_f32() {
-        // normal_at computes the core's f64 value with libm's ln/sin/cos instead of the core's
-        // polynomials (the two agree to 2^-48 of the radius, smi's random::normal tests):
-        // rounded to f32 they are equal unless an f32 rounding boundary falls between them
-        // (chance ≈ 1e-7 per value), and then one f32 ulp apart
+    fn normals_are_the_cores_to_a_few_f32_ulp() {
+        // normal_at is the exact value to ~2^-50 (f64 libm) rounded to f32, within 2^-24·|z|
+        // ≤ 2^-24·rad of it; the core's f32 arithmetic is within 6·2^-24·rad of the exact value
+        // (smi's random::normal tests), rad = √(−2 ln u1) the pair's radius: together
+        // ≤ 7·2^-24·rad. rad is taken here from the two f32 values of the pair (relative error
+        // ≤ 2^-24), so 8·2^-24 of it is asked. Most values are equal or one ulp apart.
         let mut z = vec![0.0; 1 << 14];
-        let mut boundary = 0;
+        let mut worst = 0.0f64;
         for (seed, stream) in [(7u64, 0u32), (7, 3), (u64::MAX, u32::MAX)] {
             smi::random::fill_normals(seed, u64::from(stream), &mut z);
             for (i, &v) in z.iter().enumerate() {
-                let want = normal_at(seed, stream, i as u64);
-                if v as f32 != want {
-                    boundary += 1;
-                    let next = f32::from_bits(want.to_bits() + 1);
-                    assert!(
-                        (v as f32 - want).abs() <= (next - want).abs(),
-                        "{seed} {stream} {i}"
-                    );
-                }
+                let i = i as u64;
+                let want = f64::from(normal_at(seed, stream, i));
+                let (c, s) = (
+                    normal_at(seed, stream, i & !1),
+                    normal_at(seed, stream, i | 1),
+                );
+                let rad = f64::from(c).hypot(f64::from(s));
+                let err = (v - want).abs() / rad * 2f64.powi(24);
+                worst = worst.max(err);
+                assert!(err <= 8.0, "{seed} {stream} {i}: {v} against {want}");
             }
         }
-        assert!(boundary <= 1, "{boundary} values differ in f32");
+        eprintln!("largest difference: {worst}·2^-24 of the radius");
     }
 
     #[test]

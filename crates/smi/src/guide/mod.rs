@@ -248,8 +248,9 @@ impl GuideSettings {
     /// One 64-bit key is drawn from `rng` (`next_u64`; Normal only: Delta draws nothing); row
     /// k of `eps` is row k of the Philox4x32-10 normals under that key
     /// ([`crate::random::fill_normals`]: element i from the counter (i/4, k), the GPU
-    /// backend's stream k), so every row can be drawn on its own and the result depends only
-    /// on `rng`'s state, not on the thread count. Large buffers are filled in parallel.
+    /// backend's stream k to a few `f32` ulp; computed in `f32` arithmetic, for speed, and
+    /// stored exactly as `f64`), so every row can be drawn on its own and the result depends
+    /// only on `rng`'s state, not on the thread count. Large buffers are filled in parallel.
     pub fn draw_noise<R: Rng + ?Sized>(&self, rng: &mut R, eps: &mut [f64], row_len: usize) {
         if let Some(key) = self.noise_key(rng) {
             key.fill_rows(0, row_len, eps);

@@ -4,9 +4,11 @@
 //! K×d noise (draw k, k = (group·m + particle)·S + s) is the first d standard normals of row k
 //! of the Philox4x32-10 generator under that key ([`crate::random::fill_normals`]: normal i
 //! comes from the counter (i/4, k), so distinct rows are distinct counters of the same key, and
-//! for k < 2^32 row k is the GPU backend's stream k). Any row can be drawn on its own, by any
-//! thread, in any order: a fused step draws each block's rows where it uses them and an
-//! unfused one fills the whole K×d array, and both get the same ε for the same row.
+//! for k < 2^32 row k is the GPU backend's stream k, to a few `f32` ulp; the normals are
+//! computed in `f32` arithmetic, for speed, and stored as `f64`, exactly, so θ = μ + σε is
+//! formed in `f64`). Any row can be drawn on its own, by any thread, in any order: a fused
+//! step draws each block's rows where it uses them and an unfused one fills the whole K×d
+//! array, and both get the same ε for the same row.
 
 use rand::Rng;
 use rayon::prelude::*;
