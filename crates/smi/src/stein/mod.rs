@@ -135,15 +135,16 @@ impl<'a, M: LogDensity + ?Sized> SteinVi<'a, M> {
         // coefficients and σ, on big steps; the same values either way
         let fused = force::is_fused(self.model, &st.guide, s, split.is_some());
         let big = k * self.model.dim() >= PAR_JOIN_VALUES;
+        let prepare = fused && big;
         let scratch_now = &mut *scratch;
         let (batch, prepared) = join_if(
-            fused && big,
+            prepare,
             || match rows {
                 None => self.batcher.draw(&mut state.rng, k),
                 Some(r) => Batch::shared(r.to_vec(), self.model.num_data()),
             },
             || {
-                if fused && big {
+                if prepare {
                     scratch_now.fused.prepare(parts)
                 } else {
                     Ok(())
@@ -175,7 +176,7 @@ impl<'a, M: LogDensity + ?Sized> SteinVi<'a, M> {
                     groups,
                     shared,
                     scratch_now,
-                    fused && big,
+                    prepare,
                 )
             },
             || self.kernel.compute(parts, kernel_layout),
