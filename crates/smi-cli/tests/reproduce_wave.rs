@@ -85,6 +85,11 @@ fn recovery_quick_writes_records_and_table() {
          svgd_lppd",
     );
     assert_eq!(column(&recs, "region"), ["in", "between", "entire"]);
+    // The repeat's partial results (kept for a resume) are gone once it is recorded.
+    let leftover: Vec<_> = std::fs::read_dir(dir.path().join("checkpoints"))
+        .map(|d| d.filter_map(Result::ok).map(|e| e.file_name()).collect())
+        .unwrap_or_default();
+    assert!(leftover.is_empty(), "{leftover:?}");
     for r in &recs {
         let point = r["recovery_point"].as_u64().unwrap();
         assert!([1, 2, 4, 8].contains(&point), "{r}");

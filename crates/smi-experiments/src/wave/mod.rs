@@ -16,6 +16,7 @@ mod beside_paper;
 pub mod common;
 mod figure;
 pub mod recovery;
+mod recovery_partial;
 mod stamp;
 
 use std::collections::BTreeMap;

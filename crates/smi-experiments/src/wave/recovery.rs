@@ -9,7 +9,8 @@
 //! By default both LPPDs are the proper Σ_i log((1/S) Σ_s p(y_i|θ_s)); `--svgd-lppd paper`
 //! gives SVGD the paper's log-sum (no 1/m, docs/algorithms.md §8), which inflates it by n·ln m.
 //! Records: `<out>/recovery.jsonl`, one per size × region × repeat. Report: `recovery.md`.
-//! A repeat already recorded with the same settings is skipped (see the command's help).
+//! A repeat already recorded with the same settings is skipped; an unfinished one resumes after
+//! its last finished fit (`recovery_partial.rs`; see the command's help).
 
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
@@ -21,6 +22,7 @@ use super::common::{
     default_nuts, evaluate, fit, repeat_seeds, FitSpec, Method, Problem, ProblemArgs, Region, Size,
     SizeArg, PARTICLES, PREDICTIVE_DRAWS, SMI_ELBO_DRAWS, STEIN_STEPS,
 };
+use super::recovery_partial::{self, Outcome};
 use crate::records;
 use crate::tables::markdown;
 
@@ -51,7 +53,10 @@ impl SvgdLppd {
 already in <out>/recovery.jsonl with the same seed, cap, steps, SVGD LPPD kind, phase, SMI \
 predictive draws and SMI engine settings is skipped, so rerunning a command after an \
 interruption runs only the missing repeats, and asking for more repeats adds only those (the \
-repeat seeds come from the master seed in order). A repeat interrupted midway starts over."
+repeat seeds come from the master seed in order). A repeat interrupted midway resumes after its \
+last finished fit: each fit's LPPDs are kept in <out>/checkpoints/recovery-<size>-r<repeat>-s<seed>.json \
+until the repeat is recorded, and reused when their engine settings are this run's (the fits are \
+seeded, so the resumed repeat gives the same numbers); a fit interrupted midway starts over."
 )]
 pub struct Args {
     #[command(flatten)]
@@ -90,6 +95,50 @@ fn particle_counts(cap: usize) -> Vec<usize> {
     v
 }
 
+/// What a repeat fits: `method` with `particles` particles at `size`, seeded with the repeat's
+/// `seed`.
+fn repeat_spec(
+    size: Size,
+    steps: u64,
+    draws: usize,
+    seed: u64,
+    method: Method,
+    particles: usize,
+) -> FitSpec {
+    FitSpec {
+        method,
+        steps,
+        particles,
+        elbo_draws: SMI_ELBO_DRAWS,
+        draws,
+        seed,
+        nuts: default_nuts(size),
+    }
+}
+
+/// The key of a repeat's partial results (`recovery_partial.rs`): what its fits depend on
+/// besides their engine settings (which each fit's outcome carries). The cap and the SVGD LPPD
+/// kind are not in it: they decide which fits a repeat needs, not what a fit gives.
+fn partial_key(
+    size: Size,
+    repeat: usize,
+    seed: u64,
+    phase: &str,
+    steps: u64,
+    draws: usize,
+    quick: bool,
+) -> Value {
+    json!({
+        "size": size.name(),
+        "repeat": repeat,
+        "seed": seed,
+        "phase": phase,
+        "steps": steps,
+        "smi_predictive_draws": draws,
+        "quick": quick,
+    })
+}
+
 /// Runs the experiment.
 pub fn run(args: &Args) -> Result<()> {
     let q = args.quick;
@@ -117,15 +166,7 @@ pub fn run(args: &Args) -> Result<()> {
     for &size in &sizes {
         let problem = Problem::new(size, args.problem.phase)?;
         for (r, &seed) in seeds.iter().enumerate() {
-            let spec = |method, particles| FitSpec {
-                method,
-                steps,
-                particles,
-                elbo_draws: SMI_ELBO_DRAWS,
-                draws,
-                seed,
-                nuts: default_nuts(size),
-            };
+            let spec = |method, particles| repeat_spec(size, steps, draws, seed, method, particles);
             let label = format!("smi {} #{r}", size.name());
             let identity = json!({
                 "method": "svgd-vs-smi",
@@ -158,47 +199,75 @@ pub fn run(args: &Args) -> Result<()> {
                 done.extend(earlier);
                 continue;
             }
-            let smi_fit = fit(&problem, &spec(Method::Smi, PARTICLES), &label)
-                .with_context(|| format!("{label}: fitting failed"))?;
-            let smi_eval = evaluate(&problem, &smi_fit.draws)
-                .with_context(|| format!("{label}: evaluation failed"))?;
+            let smi_settings =
+                super::common::method_settings(&spec(Method::Smi, PARTICLES)).to_json();
+            let partial_path = recovery_partial::path(out, size.name(), r, seed);
+            let partial_key =
+                partial_key(size, r, seed, args.problem.phase.name(), steps, draws, q);
+            let mut partial = recovery_partial::load(&partial_path, &partial_key, &label);
+            let smi = match partial.smi_with(&smi_settings) {
+                Some(done) => done.clone(),
+                None => {
+                    let f = fit(&problem, &spec(Method::Smi, PARTICLES), &label)
+                        .with_context(|| format!("{label}: fitting failed"))?;
+                    let e = evaluate(&problem, &f.draws)
+                        .with_context(|| format!("{label}: evaluation failed"))?;
+                    let done = Outcome::new(&f, &e, &smi_settings);
+                    partial.smi = Some(done.clone());
+                    recovery_partial::save(&partial_path, &partial)?;
+                    done
+                }
+            };
+            let smi_lppd = |region| smi.lppd(region, false);
             eprintln!(
                 "{label}: LPPD in {:.2} between {:.2} entire {:.2} ({:.1} s)",
-                smi_eval.lppd[&Region::In],
-                smi_eval.lppd[&Region::Between],
-                smi_eval.lppd[&Region::Entire],
-                smi_fit.seconds
+                smi_lppd(Region::In),
+                smi_lppd(Region::Between),
+                smi_lppd(Region::Entire),
+                smi.seconds
             );
             let mut recovered: BTreeMap<Region, usize> = BTreeMap::new();
             let mut trail: BTreeMap<Region, Map<String, Value>> = BTreeMap::new();
             let mut svgd_seconds = Map::new();
-            let mut cpu_seconds = smi_fit.cpu_seconds;
+            let mut cpu_seconds = smi.cpu_seconds;
             let mut svgd_config = Value::Null;
             for &m in &counts {
                 let label = format!("svgd m={m} {} #{r}", size.name());
-                let f = fit(&problem, &spec(Method::Svgd, m), &label)
-                    .with_context(|| format!("{label}: fitting failed"))?;
-                let e = evaluate(&problem, &f.draws)
-                    .with_context(|| format!("{label}: evaluation failed"))?;
+                let settings = super::common::method_settings(&spec(Method::Svgd, m)).to_json();
+                let (f, resumed) = match partial.svgd_with(m, &settings) {
+                    Some(done) => (done.clone(), true),
+                    None => {
+                        let f = fit(&problem, &spec(Method::Svgd, m), &label)
+                            .with_context(|| format!("{label}: fitting failed"))?;
+                        let e = evaluate(&problem, &f.draws)
+                            .with_context(|| format!("{label}: evaluation failed"))?;
+                        let done = Outcome::new(&f, &e, &settings);
+                        partial.svgd.insert(m, done.clone());
+                        recovery_partial::save(&partial_path, &partial)?;
+                        (done, false)
+                    }
+                };
                 svgd_seconds.insert(m.to_string(), json!(f.seconds));
                 cpu_seconds = cpu_seconds.zip(f.cpu_seconds).map(|(a, b)| a + b);
-                svgd_config = f.config;
+                svgd_config = f.config.clone();
                 let mut line = Vec::new();
                 for region in Region::ALL {
-                    let v = match args.svgd_lppd {
-                        SvgdLppd::Proper => e.lppd[&region],
-                        SvgdLppd::Paper => e.lppd_log_sum[&region],
-                    };
+                    let v = f.lppd(region, args.svgd_lppd == SvgdLppd::Paper);
                     trail
                         .entry(region)
                         .or_default()
                         .insert(m.to_string(), json!(v));
-                    if !recovered.contains_key(&region) && v > smi_eval.lppd[&region] {
+                    if !recovered.contains_key(&region) && v > smi_lppd(region) {
                         recovered.insert(region, m);
                     }
                     line.push(format!("{} {v:.2}", region.name()));
                 }
-                eprintln!("{label}: LPPD {} ({:.1} s)", line.join(", "), f.seconds);
+                eprintln!(
+                    "{label}: LPPD {} ({:.1} s{})",
+                    line.join(", "),
+                    f.seconds,
+                    if resumed { ", fitted earlier" } else { "" }
+                );
                 if recovered.len() == Region::ALL.len() {
                     break;
                 }
@@ -221,7 +290,7 @@ pub fn run(args: &Args) -> Result<()> {
                     "max_particles": cap,
                     "svgd_lppd": args.svgd_lppd.name(),
                     "steps": steps,
-                    "seconds": smi_fit.seconds
+                    "seconds": smi.seconds
                         + svgd_seconds.values().filter_map(Value::as_f64).sum::<f64>(),
                     "cpu_seconds": cpu_seconds,
                     "quick": q,
@@ -231,13 +300,13 @@ pub fn run(args: &Args) -> Result<()> {
                         "smi_elbo_draws": SMI_ELBO_DRAWS,
                         "smi_predictive_draws": draws,
                         "learning_rate": super::common::LEARNING_RATE,
-                        "smi": smi_fit.config,
+                        "smi": smi.config,
                         "svgd": svgd_config,
                     },
                     "metrics": {
-                        "lppd_smi": smi_eval.lppd[&region],
+                        "lppd_smi": smi_lppd(region),
                         "lppd_svgd": trail.get(&region).cloned().unwrap_or_default(),
-                        "smi_seconds": smi_fit.seconds,
+                        "smi_seconds": smi.seconds,
                         "svgd_seconds": svgd_seconds.clone(),
                     },
                 });
@@ -256,6 +325,7 @@ pub fn run(args: &Args) -> Result<()> {
                     }
                 }
             }
+            recovery_partial::remove(&partial_path)?;
         }
     }
     if skipped > 0 {
@@ -474,6 +544,76 @@ pub fn report(out: &Path) -> Result<()> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// An interrupted repeat resumes from its partial results: the fits in them are not run
+    /// again (their made-up LPPDs reach the records), a fit asked for with other settings is,
+    /// and the file is gone once the repeat is recorded.
+    #[test]
+    fn an_interrupted_repeat_reuses_its_finished_fits() {
+        use super::super::common::{method_settings, PhaseArg, MASTER_SEED};
+        let dir = tempfile::tempdir().unwrap();
+        let args = Args {
+            problem: ProblemArgs {
+                size: Some(SizeArg::Low),
+                repeats: Some(1),
+                phase: PhaseArg::Code,
+                seed: MASTER_SEED,
+            },
+            max_particles: Some(4),
+            steps: Some(50),
+            svgd_lppd: SvgdLppd::Proper,
+            draws: Some(20),
+            out: dir.path().to_path_buf(),
+            quick: true,
+        };
+        let seed = repeat_seeds(MASTER_SEED, 1)[0];
+        let (size, steps, draws) = (Size::Low, 50, 20);
+        let settings = |method, m| {
+            method_settings(&repeat_spec(size, steps, draws, seed, method, m)).to_json()
+        };
+        let made_up = |v: f64, settings: Value| recovery_partial::Outcome {
+            lppd: Region::ALL
+                .iter()
+                .map(|r| (r.name().to_string(), Some(v)))
+                .collect(),
+            lppd_log_sum: BTreeMap::new(),
+            seconds: 0.25,
+            cpu_seconds: Some(0.5),
+            config: json!({"made": "up"}),
+            settings,
+        };
+        let key = partial_key(size, 0, seed, "code", steps, draws, true);
+        let mut partial = recovery_partial::Partial::new(key);
+        // SMI far above any SVGD: no m beats it, every region is capped at 4.
+        partial.smi = Some(made_up(1e6, settings(Method::Smi, PARTICLES)));
+        partial
+            .svgd
+            .insert(1, made_up(-123.5, settings(Method::Svgd, 1)));
+        // m = 2 "fitted" with other settings: refitted.
+        partial
+            .svgd
+            .insert(2, made_up(-7.0, json!({"other": true})));
+        let path = recovery_partial::path(dir.path(), "low", 0, seed);
+        recovery_partial::save(&path, &partial).unwrap();
+
+        run(&args).unwrap();
+        assert!(
+            !path.exists(),
+            "the partial repeat is removed once recorded"
+        );
+        let recs = records::read(dir.path(), EXPERIMENT).unwrap();
+        assert_eq!(recs.len(), 3);
+        for r in &recs {
+            assert_eq!(records::num(r, "metrics.lppd_smi"), Some(1e6));
+            assert_eq!(records::num(r, "metrics.lppd_svgd.1"), Some(-123.5));
+            let two = records::num(r, "metrics.lppd_svgd.2").unwrap();
+            assert!(two.is_finite() && two != -7.0, "{two}");
+            assert!(records::num(r, "metrics.lppd_svgd.4").unwrap().is_finite());
+            assert_eq!(records::num(r, "recovery_point"), Some(4.0));
+            assert_eq!(records::get(r, "capped"), Some(&json!(true)));
+            assert_eq!(records::get(r, "config.smi"), Some(&json!({"made": "up"})));
+        }
+    }
 
     #[test]
     fn counts_double_up_to_the_cap() {
