@@ -84,6 +84,7 @@ mod nuts;
 mod optim;
 mod posterior;
 pub mod random;
+pub mod simd;
 mod stein;
 mod summary;
 mod svi;

@@ -443,24 +443,27 @@ unsafe fn bias_tanh_avx2_fma(xs: &mut [f32], bias: &[f32]) {
     bias_tanh::<true>(xs, bias);
 }
 
-/// Converts `t` into `w` (same length) and returns Σ tᵢ², in one pass with eight partial sums
-/// so that the loop vectorises.
-pub(super) fn convert_and_sum_sq<T: MlpFloat>(w: &mut [T], t: &[f64]) -> f64 {
-    let mut acc = [0.0f64; 8];
-    let mut wc = w.chunks_exact_mut(8);
-    let mut tc = t.chunks_exact(8);
-    for (wc, tc) in (&mut wc).zip(&mut tc) {
-        for ((a, w), &v) in acc.iter_mut().zip(wc).zip(tc) {
-            *w = T::of_f64(v);
-            *a += v * v;
+smi::multiversion! {
+    /// Converts `t` into `w` (same length) and returns Σ tᵢ², in one pass with eight partial
+    /// sums so that the loop vectorises (in the CPU's widest vector build; the sums' order is
+    /// the same in each).
+    pub(super) fn convert_and_sum_sq<T: MlpFloat>(w: &mut [T], t: &[f64]) -> f64 {
+        let mut acc = [0.0f64; 8];
+        let mut wc = w.chunks_exact_mut(8);
+        let mut tc = t.chunks_exact(8);
+        for (wc, tc) in (&mut wc).zip(&mut tc) {
+            for ((a, w), &v) in acc.iter_mut().zip(wc).zip(tc) {
+                *w = T::of_f64(v);
+                *a += v * v;
+            }
         }
+        let mut ss = acc.iter().sum::<f64>();
+        for (w, &v) in wc.into_remainder().iter_mut().zip(tc.remainder()) {
+            *w = T::of_f64(v);
+            ss += v * v;
+        }
+        ss
     }
-    let mut ss = acc.iter().sum::<f64>();
-    for (w, &v) in wc.into_remainder().iter_mut().zip(tc.remainder()) {
-        *w = T::of_f64(v);
-        ss += v * v;
-    }
-    ss
 }
 
 /// tanh in `f32` without a libm call and without branches (it vectorises), relative error

@@ -532,9 +532,7 @@ impl Mlp {
                         self.backward_ws(&mut ws, n);
                         ll
                     };
-                    for ((gi, &ti), &gwi) in g[..nw].iter_mut().zip(&t[..nw]).zip(&ws.gw) {
-                        *gi = gwi.to_f64() - ti * inv_var;
-                    }
+                    add_prior_gradient(&ws.gw, &t[..nw], inv_var, &mut g[..nw]);
                     *l = log_norm - 0.5 * ss * inv_var + ll;
                 }
                 release_workspace(ws);
@@ -578,21 +576,35 @@ fn chunk_size(k: usize, work_per_draw: usize) -> usize {
         .clamp(1, k.max(1))
 }
 
-/// Copies the selected rows of `x` (all when `rows` is `None`) into `dst`, converting to T.
-fn fill_inputs<T: MlpFloat>(dst: &mut [T], x: &Matrix, rows: Option<&[usize]>) {
-    let c = x.cols();
-    match rows {
-        None => {
-            for (d, &v) in dst.iter_mut().zip(x.as_slice()) {
-                *d = T::of_f64(v);
-            }
-        }
-        Some(r) => {
-            for (d, &i) in dst.chunks_exact_mut(c).zip(r) {
-                for (d, &v) in d.iter_mut().zip(x.row(i)) {
+smi::multiversion! {
+    /// Copies the selected rows of `x` (all when `rows` is `None`) into `dst`, converting to T,
+    /// in the CPU's widest vector build.
+    fn fill_inputs<T: MlpFloat>(dst: &mut [T], x: &Matrix, rows: Option<&[usize]>) {
+        let c = x.cols();
+        match rows {
+            None => {
+                for (d, &v) in dst.iter_mut().zip(x.as_slice()) {
                     *d = T::of_f64(v);
                 }
             }
+            Some(r) => {
+                for (d, &i) in dst.chunks_exact_mut(c).zip(r) {
+                    for (d, &v) in d.iter_mut().zip(x.row(i)) {
+                        *d = T::of_f64(v);
+                    }
+                }
+            }
+        }
+    }
+}
+
+smi::multiversion! {
+    /// g = gw (widened to f64) − θ/σ²_prior element by element (`inv_var` = 1/σ²_prior): the
+    /// weights' log-likelihood gradient plus their Normal prior's, in the CPU's widest vector
+    /// build.
+    fn add_prior_gradient<T: MlpFloat>(gw: &[T], theta: &[f64], inv_var: f64, g: &mut [f64]) {
+        for ((gi, &ti), &gwi) in g.iter_mut().zip(theta).zip(gw) {
+            *gi = gwi.to_f64() - ti * inv_var;
         }
     }
 }

@@ -33,11 +33,12 @@ pub(crate) fn scales_into(psi: &[f64], sigma: &mut [f64]) {
     }
 }
 
-/// One draw θ = loc + σ ⊙ ε (all of length d).
-#[inline]
-pub(crate) fn draw_row(loc: &[f64], sigma: &[f64], eps: &[f64], theta: &mut [f64]) {
-    for (((t, &l), &s), &e) in theta.iter_mut().zip(loc).zip(sigma).zip(eps) {
-        *t = l + s * e;
+crate::multiversion! {
+    /// One draw θ = loc + σ ⊙ ε (all of length d), in the CPU's widest vector build.
+    pub(crate) fn draw_row(loc: &[f64], sigma: &[f64], eps: &[f64], theta: &mut [f64]) {
+        for (((t, &l), &s), &e) in theta.iter_mut().zip(loc).zip(sigma).zip(eps) {
+            *t = l + s * e;
+        }
     }
 }
 
@@ -151,13 +152,15 @@ pub(crate) fn pullback_cols(
     finish_pullback(&psi[d + c0..d + c0 + w], s.max(1) as f64, loc_out, rho_out);
 }
 
-/// Adds one chunk's partial sums (`part_loc`, `part_rho`) to the totals.
-pub(crate) fn add_partial(loc: &mut [f64], rho: &mut [f64], part_loc: &[f64], part_rho: &[f64]) {
-    for (t, v) in loc.iter_mut().zip(part_loc) {
-        *t += v;
-    }
-    for (t, v) in rho.iter_mut().zip(part_rho) {
-        *t += v;
+crate::multiversion! {
+    /// Adds one chunk's partial sums (`part_loc`, `part_rho`) to the totals.
+    pub(crate) fn add_partial(loc: &mut [f64], rho: &mut [f64], part_loc: &[f64], part_rho: &[f64]) {
+        for (t, v) in loc.iter_mut().zip(part_loc) {
+            *t += v;
+        }
+        for (t, v) in rho.iter_mut().zip(part_rho) {
+            *t += v;
+        }
     }
 }
 

@@ -52,12 +52,19 @@ impl Weights {
                     let cols = start..start + ol.len();
                     let k0 = if width == p { 0 } else { start };
                     self.attract_row(g, cols.clone(), k0, l, ol);
-                    for (o, r) in ol.iter_mut().zip(&repulsion.row(l)[cols]) {
-                        *o = c_att * *o + c_rep * r;
-                    }
+                    combine(c_att, c_rep, &repulsion.row(l)[cols], ol);
                 }
             });
         out
+    }
+}
+
+crate::multiversion! {
+    /// o ← c_att·o + c_rep·r, element by element, in the CPU's widest vector build.
+    fn combine(c_att: f64, c_rep: f64, r: &[f64], o: &mut [f64]) {
+        for (o, r) in o.iter_mut().zip(r) {
+            *o = c_att * *o + c_rep * r;
+        }
     }
 }
 

@@ -25,6 +25,27 @@ mod mixture;
 mod probability_product;
 mod random_feature;
 mod rbf;
+
+crate::multiversion! {
+    /// o ← o + w·v (one product and one addition per element), in the CPU's widest vector
+    /// build.
+    fn add_scaled(w: f64, v: &[f64], o: &mut [f64]) {
+        for (o, v) in o.iter_mut().zip(v) {
+            *o += w * v;
+        }
+    }
+}
+
+crate::multiversion! {
+    /// o ← o + w ⊙ v (one product and one addition per element), in the CPU's widest vector
+    /// build.
+    fn add_weighted(w: &[f64], v: &[f64], o: &mut [f64]) {
+        for ((o, v), w) in o.iter_mut().zip(v).zip(w) {
+            *o += w * v;
+        }
+    }
+}
+
 #[cfg(test)]
 mod testutil;
 
@@ -96,18 +117,14 @@ impl Weights {
                     if w == 0.0 {
                         continue;
                     }
-                    for (o, v) in ol.iter_mut().zip(&g.row(i)[cols.clone()]) {
-                        *o += w * v;
-                    }
+                    add_scaled(w, &g.row(i)[cols.clone()], ol);
                 }
             }
             Weights::Vector { m: mm, p, k } => {
                 for i in 0..m {
                     let row = (i * mm + l) * p + k0;
                     let kv = &k[row..row + cols.len()];
-                    for ((o, v), w) in ol.iter_mut().zip(&g.row(i)[cols.clone()]).zip(kv) {
-                        *o += w * v;
-                    }
+                    add_weighted(kv, &g.row(i)[cols.clone()], ol);
                 }
             }
             Weights::Blocks(blocks) => {
