@@ -1,7 +1,7 @@
 //! Element-wise loops built for the widest vector instructions the CPU has.
 //!
 //! The crate is compiled for baseline x86-64 (SSE2: two f64 lanes), so a plain loop such as
-//! θ = μ + σ ⊙ ε runs two values per instruction even on a CPU with AVX-512. [`multiversion!`]
+//! θ = μ + σ ⊙ ε runs two values per instruction even on a CPU with AVX-512. [`multiversion!`](crate::multiversion)
 //! compiles one function body three times (AVX-512F; AVX2 + FMA; baseline) and picks the widest
 //! build the CPU runs at each call (the check is a cached flag read). Every build computes the
 //! same IEEE operations per element: Rust never fuses a multiply and an add by itself and the
