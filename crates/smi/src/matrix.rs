@@ -57,7 +57,11 @@ pub(crate) fn try_zeros_vec(len: usize, what: &str) -> Result<Vec<f64>> {
 
 /// Resizes `buf` to `len` values (new ones zero), reporting an allocation failure as
 /// [`Error::Shape`] instead of aborting. `what` names the buffer in the message.
-pub(crate) fn try_resize(buf: &mut Vec<f64>, len: usize, what: &str) -> Result<()> {
+pub(crate) fn try_resize<T: Clone + Default>(
+    buf: &mut Vec<T>,
+    len: usize,
+    what: &str,
+) -> Result<()> {
     if let Some(extra) = len.checked_sub(buf.len()).filter(|&e| e > 0) {
         buf.try_reserve_exact(extra).map_err(|e| {
             Error::shape(
@@ -65,12 +69,12 @@ pub(crate) fn try_resize(buf: &mut Vec<f64>, len: usize, what: &str) -> Result<(
                 "a buffer that can be allocated",
                 format!(
                     "{len} values ({:.3e} bytes): {e}",
-                    len as f64 * std::mem::size_of::<f64>() as f64
+                    len as f64 * std::mem::size_of::<T>() as f64
                 ),
             )
         })?;
     }
-    buf.resize(len, 0.0);
+    buf.resize(len, T::default());
     Ok(())
 }
 

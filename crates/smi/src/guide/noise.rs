@@ -13,7 +13,7 @@
 use rand::Rng;
 use rayon::prelude::*;
 
-use crate::random::fill_normals;
+use crate::random::{fill_normals, fill_normals_f32};
 
 /// Values below which [`NoiseKey::fill_rows`] stays on the calling thread.
 const MIN_PAR_VALUES: usize = 1 << 15;
@@ -36,14 +36,28 @@ impl NoiseKey {
     /// Rows `first`, `first + 1`, … of length `row_len` into `out` (a whole number of rows), in
     /// parallel when there are many values; the values do not depend on the threads.
     pub fn fill_rows(&self, first: u64, row_len: usize, out: &mut [f64]) {
-        if row_len == 0 {
-            return;
-        }
-        out.par_chunks_mut(row_len)
-            .with_min_len(MIN_PAR_VALUES.div_ceil(row_len))
-            .enumerate()
-            .for_each(|(r, row)| self.fill_row(first + r as u64, row));
+        rows(first, row_len, out, |row, o| self.fill_row(row, o));
     }
+
+    /// [`NoiseKey::fill_rows`] as computed, in `f32` (the same values before their exact
+    /// widening to `f64`).
+    pub fn fill_rows_f32(&self, first: u64, row_len: usize, out: &mut [f32]) {
+        rows(first, row_len, out, |row, o| {
+            fill_normals_f32(self.0, row, o)
+        });
+    }
+}
+
+/// Rows `first`, `first + 1`, … of length `row_len` of `out` filled by `fill(row, values)`, in
+/// parallel when there are many values.
+fn rows<T: Send>(first: u64, row_len: usize, out: &mut [T], fill: impl Fn(u64, &mut [T]) + Sync) {
+    if row_len == 0 {
+        return;
+    }
+    out.par_chunks_mut(row_len)
+        .with_min_len(MIN_PAR_VALUES.div_ceil(row_len))
+        .enumerate()
+        .for_each(|(r, row)| fill(first + r as u64, row));
 }
 
 #[cfg(test)]

@@ -34,6 +34,16 @@ pub(crate) fn scales_into(psi: &[f64], sigma: &mut [f64]) {
 }
 
 crate::multiversion! {
+    /// [`draw_row`] of noise given in `f32` (widened exactly: the same θ as [`draw_row`] of the
+    /// widened ε).
+    pub(crate) fn draw_row_f32(loc: &[f64], sigma: &[f64], eps: &[f32], theta: &mut [f64]) {
+        for (((t, &l), &s), &e) in theta.iter_mut().zip(loc).zip(sigma).zip(eps) {
+            *t = l + s * f64::from(e);
+        }
+    }
+}
+
+crate::multiversion! {
     /// One draw θ = loc + σ ⊙ ε (all of length d), in the CPU's widest vector build.
     pub(crate) fn draw_row(loc: &[f64], sigma: &[f64], eps: &[f64], theta: &mut [f64]) {
         for (((t, &l), &s), &e) in theta.iter_mut().zip(loc).zip(sigma).zip(eps) {

@@ -10,5 +10,5 @@ mod math;
 mod normal;
 mod philox;
 
-pub use normal::fill_normals;
+pub use normal::{fill_normals, fill_normals_f32};
 pub use philox::philox4x32;

@@ -36,6 +36,36 @@ const TAIL_BLOCKS: usize = 8;
 /// both ends, u1 → 0 and u1 → 1), with fused multiply-adds in every build, so the values are
 /// the same bits on every x86-64 CPU and in the generic build.
 pub fn fill_normals(key: u64, row: u64, out: &mut [f64]) {
+    fill(key, row, out);
+}
+
+/// [`fill_normals`]'s values before their widening to `f64`: the same normals, as computed.
+pub fn fill_normals_f32(key: u64, row: u64, out: &mut [f32]) {
+    fill(key, row, out);
+}
+
+/// What the normals are stored as: `f32` as computed, or `f64` widened exactly.
+trait Store: Copy + Default {
+    /// `z` stored.
+    fn of(z: f32) -> Self;
+}
+
+impl Store for f32 {
+    #[inline(always)]
+    fn of(z: f32) -> Self {
+        z
+    }
+}
+
+impl Store for f64 {
+    #[inline(always)]
+    fn of(z: f32) -> Self {
+        f64::from(z)
+    }
+}
+
+/// [`fill_normals`] into either type, in the widest build the CPU runs.
+fn fill<T: Store>(key: u64, row: u64, out: &mut [T]) {
     #[cfg(target_arch = "x86_64")]
     {
         if has_avx512() {
@@ -73,7 +103,7 @@ fn has_avx2() -> bool {
 /// The CPU must have AVX-512F, DQ and VL, AVX2 and FMA.
 #[cfg(target_arch = "x86_64")]
 #[target_feature(enable = "avx512f,avx512dq,avx512vl,avx2,fma")]
-unsafe fn fill_avx512(key: u64, row: u64, out: &mut [f64]) {
+unsafe fn fill_avx512<T: Store>(key: u64, row: u64, out: &mut [T]) {
     fill_chunks(key, row, out);
 }
 
@@ -83,35 +113,37 @@ unsafe fn fill_avx512(key: u64, row: u64, out: &mut [f64]) {
 /// The CPU must have AVX2 and FMA.
 #[cfg(target_arch = "x86_64")]
 #[target_feature(enable = "avx2,fma")]
-unsafe fn fill_avx2(key: u64, row: u64, out: &mut [f64]) {
+unsafe fn fill_avx2<T: Store>(key: u64, row: u64, out: &mut [T]) {
     fill_chunks(key, row, out);
 }
 
 /// [`fill_normals`] in the build's baseline instruction set (on x86-64 without FMA each
 /// `mul_add` is a call to libm's correctly rounded `fmaf`: slow, but the same bits).
-fn fill_generic(key: u64, row: u64, out: &mut [f64]) {
+fn fill_generic<T: Store>(key: u64, row: u64, out: &mut [T]) {
     fill_chunks(key, row, out);
 }
 
 /// The body of every build: whole chunks, small chunks for the rest of the row, then one small
 /// chunk of which the last normals are the prefix.
 #[inline(always)]
-fn fill_chunks(key: u64, row: u64, out: &mut [f64]) {
+fn fill_chunks<T: Store>(key: u64, row: u64, out: &mut [T]) {
     let key = [key as u32, (key >> 32) as u32];
     let (chunks, rest) = out.as_chunks_mut::<{ 4 * BLOCKS }>();
     let mut block = 0u64;
     for c in chunks {
-        chunk::<BLOCKS, { 2 * BLOCKS }, { 4 * BLOCKS }>(key, row, block, c);
+        chunk::<BLOCKS, { 2 * BLOCKS }, { 4 * BLOCKS }, T>(key, row, block, c);
         block += BLOCKS as u64;
     }
     let (chunks, rest) = rest.as_chunks_mut::<{ 4 * TAIL_BLOCKS }>();
     for c in chunks {
-        chunk::<TAIL_BLOCKS, { 2 * TAIL_BLOCKS }, { 4 * TAIL_BLOCKS }>(key, row, block, c);
+        chunk::<TAIL_BLOCKS, { 2 * TAIL_BLOCKS }, { 4 * TAIL_BLOCKS }, T>(key, row, block, c);
         block += TAIL_BLOCKS as u64;
     }
     if !rest.is_empty() {
-        let mut last = [0.0; 4 * TAIL_BLOCKS];
-        chunk::<TAIL_BLOCKS, { 2 * TAIL_BLOCKS }, { 4 * TAIL_BLOCKS }>(key, row, block, &mut last);
+        let mut last = [T::default(); 4 * TAIL_BLOCKS];
+        chunk::<TAIL_BLOCKS, { 2 * TAIL_BLOCKS }, { 4 * TAIL_BLOCKS }, T>(
+            key, row, block, &mut last,
+        );
         rest.copy_from_slice(&last[..rest.len()]);
     }
 }
@@ -119,11 +151,11 @@ fn fill_chunks(key: u64, row: u64, out: &mut [f64]) {
 /// Normals 4·`block` .. 4·(`block` + B) of row `row` into `out` (P = 2B word pairs, N = 4B
 /// normals; stable Rust cannot write 2B and 4B in the types).
 #[inline(always)]
-fn chunk<const B: usize, const P: usize, const N: usize>(
+fn chunk<const B: usize, const P: usize, const N: usize, T: Store>(
     key: [u32; 2],
     row: u64,
     block: u64,
-    out: &mut [f64; N],
+    out: &mut [T; N],
 ) {
     debug_assert!(P == 2 * B && N == 4 * B);
     // (plain loops: `array::map` is not always inlined, and its narrow stores then stall the
@@ -149,10 +181,10 @@ fn chunk<const B: usize, const P: usize, const N: usize>(
         (zs[l], zc[l]) = (rad * sin, rad * cos);
     }
     for l in 0..B {
-        out[4 * l] = f64::from(zc[l]);
-        out[4 * l + 1] = f64::from(zs[l]);
-        out[4 * l + 2] = f64::from(zc[B + l]);
-        out[4 * l + 3] = f64::from(zs[B + l]);
+        out[4 * l] = T::of(zc[l]);
+        out[4 * l + 1] = T::of(zs[l]);
+        out[4 * l + 2] = T::of(zc[B + l]);
+        out[4 * l + 3] = T::of(zs[B + l]);
     }
 }
 
@@ -249,6 +281,21 @@ mod tests {
                     assert_eq!(bits(&|z| unsafe { fill_avx512(9, row, z) }, n), want);
                 }
             }
+        }
+    }
+
+    #[test]
+    fn the_f32_normals_are_the_f64_ones_before_widening() {
+        for n in [0, 1, 5, 31, 32, 127, 128, 129, 1000, 3302] {
+            let (mut wide, mut narrow) = (vec![0.0f64; n], vec![0.0f32; n]);
+            fill_normals(11, 7, &mut wide);
+            fill_normals_f32(11, 7, &mut narrow);
+            assert!(
+                wide.iter()
+                    .zip(&narrow)
+                    .all(|(w, &z)| w.to_bits() == f64::from(z).to_bits()),
+                "n = {n}"
+            );
         }
     }
 

@@ -5,7 +5,11 @@
 //! rows, keeping ε, θ and ∇log p of the whole chunk; then the mixture density and the pull-back
 //! run once over all the chunk's rows, block of columns by block of columns
 //! ([`MixtureCoeffs::rows_pullback`]: the coefficients are read once per chunk, not once per
-//! sub-block, and ∇log q is never stored). Each chunk sums its draws' directions into a partial
+//! sub-block, and ∇log q is never stored). With the noise drawn from the key and d in the
+//! mixture's blocked kernel (d ≥ 1 024), ε is kept in `f32`, as drawn, and θ only for the model
+//! call that needs it: the mixture's passes form θ again, block by block, with the same
+//! operations ([`MixtureCoeffs::rows_pullback_drawn`]), so a chunk streams 12 bytes per value
+//! through them instead of 24. Each chunk sums its draws' directions into a partial
 //! ĝ of its own; the partials are added in chunk order.
 //!
 //! Every value is computed by the same operations as the unfused passes of
@@ -32,8 +36,20 @@ use super::force::{ElboGradients, Noise};
 /// went through the whole pipeline before the mixture took whole chunks).
 const SUB_BLOCK_BYTES: usize = 1 << 20;
 
-/// A task's buffers of ε, θ and ∇log p (the chunk's rows each).
-type Buffers = [Vec<f64>; 3];
+/// A task's buffers: ε, θ and ∇log p of the chunk's rows, or with the noise drawn from a key
+/// at d of the mixture's blocked kernel, ε in `f32` for the chunk and θ for one model call only
+/// (the mixture's passes form θ again where they read it).
+#[derive(Default)]
+struct Buffers {
+    /// ε (f64, noise given by the caller or d below the blocked kernel's).
+    eps: Vec<f64>,
+    /// ε (f32, as drawn).
+    eps32: Vec<f32>,
+    /// θ.
+    theta: Vec<f64>,
+    /// ∇log p.
+    grad: Vec<f64>,
+}
 
 /// Buffer sets a thread keeps at most (a task waiting on the model's parallel work may run
 /// other tasks on its thread meanwhile, each of which takes a set of its own).
@@ -109,7 +125,7 @@ impl Scratch {
 }
 
 /// Makes `buf` at least `len` long (the values already there kept; new ones zero).
-fn grow(buf: &mut Vec<f64>, len: usize, what: &str) -> Result<()> {
+fn grow<T: Clone + Default>(buf: &mut Vec<T>, len: usize, what: &str) -> Result<()> {
     if buf.len() < len {
         try_resize(buf, len, what)?;
     }
@@ -156,6 +172,11 @@ pub(crate) fn elbo_gradients_normal<M: LogDensity + ?Sized>(
     let (coeffs, sigma) = (&*coeffs, &sigma[..m * d]);
     // rows per model call, at least 2; a last sub-block of one row joins the one before
     let sub = (SUB_BLOCK_BYTES / (32 * d.max(1))).max(2);
+    // noise drawn from a key at the blocked kernel's d: ε kept in f32 and θ formed again by
+    // the mixture's passes (bit for bit the stored θ), so a chunk's rows stream 12 bytes per
+    // value through the passes instead of 24 (θ and ε in f64, ∇log p), and θ lives in a
+    // buffer of one model call, in cache
+    let drawn = matches!(noise, Noise::Key(_)) && coeffs.is_blocked();
     let chunks: Vec<Range<usize>> = normal::draw_chunks(s, d).collect();
     let nc = chunks.len();
     let longest = chunks.iter().map(|r| r.len()).max().unwrap_or(0);
@@ -187,17 +208,24 @@ pub(crate) fn elbo_gradients_normal<M: LogDensity + ?Sized>(
             let (dloc, drho) = pt.split_at_mut(d);
             // a set of the thread's buffers, taken (not borrowed: the model's own parallel work
             // may run another task on this thread meanwhile, which takes another) and put back
-            let [mut eb, mut th, mut gr] =
-                BLOCK_SCRATCH.with(|c| c.borrow_mut().pop().unwrap_or_default());
+            let mut bufs = BLOCK_SCRATCH.with(|c| c.borrow_mut().pop().unwrap_or_default());
             let all = rows.len() * d;
             // sized for the longest chunk, never shrunk: a shorter chunk uses a prefix, so a
             // set is not zero-filled again when it passes from a short chunk to a long one
             let most = longest * d;
-            if let Noise::Key(_) = noise {
-                grow(&mut eb, most, "a chunk's noise")?;
+            let key = match noise {
+                Noise::Key(key) if drawn => Some(key),
+                _ => None,
+            };
+            match noise {
+                Noise::Key(_) if drawn => grow(&mut bufs.eps32, most, "a chunk's noise")?,
+                Noise::Key(_) => grow(&mut bufs.eps, most, "a chunk's noise")?,
+                Noise::Given(_) => {}
             }
-            grow(&mut th, most, "a chunk's draws")?;
-            grow(&mut gr, most, "a chunk's gradients")?;
+            // θ of the whole chunk, or (drawn) of the longest model call
+            let theta_rows = if drawn { longest.min(2 * sub) } else { longest };
+            grow(&mut bufs.theta, theta_rows * d, "a chunk's draws")?;
+            grow(&mut bufs.grad, most, "a chunk's gradients")?;
             let first = blk * s + rows.start;
             let sig = &sigma[i * d..(i + 1) * d];
             let mut r0 = 0;
@@ -208,30 +236,63 @@ pub(crate) fn elbo_gradients_normal<M: LogDensity + ?Sized>(
                     r0 + sub
                 };
                 let span = r0 * d..r1 * d;
-                let e: &[f64] = match noise {
-                    Noise::Given(eps) => &eps[first * d + span.start..first * d + span.end],
-                    Noise::Key(key) => {
-                        key.fill_rows((first + r0) as u64, d, &mut eb[span.clone()]);
-                        &eb[span.clone()]
+                let g = &mut bufs.grad[span.clone()];
+                let t = if let Some(key) = key {
+                    let e = &mut bufs.eps32[span.clone()];
+                    key.fill_rows_f32((first + r0) as u64, d, e);
+                    let t = &mut bufs.theta[..span.len()];
+                    for (t, e) in t.chunks_exact_mut(d).zip(e.chunks_exact(d)) {
+                        normal::draw_row_f32(loc, sig, e, t);
                     }
+                    t
+                } else {
+                    let e: &[f64] = match noise {
+                        Noise::Given(eps) => &eps[first * d + span.start..first * d + span.end],
+                        Noise::Key(key) => {
+                            key.fill_rows((first + r0) as u64, d, &mut bufs.eps[span.clone()]);
+                            &bufs.eps[span.clone()]
+                        }
+                    };
+                    let t = &mut bufs.theta[span];
+                    for (t, e) in t.chunks_exact_mut(d).zip(e.chunks_exact(d)) {
+                        normal::draw_row(loc, sig, e, t);
+                    }
+                    t
                 };
-                let (t, g) = (&mut th[span.clone()], &mut gr[span]);
-                for (t, e) in t.chunks_exact_mut(d).zip(e.chunks_exact(d)) {
-                    normal::draw_row(loc, sig, e, t);
-                }
                 let sub_batch = batch.draws(first + r0, r1 - r0);
                 model.log_density_and_grad(t, &sub_batch, &mut lp[r0..r1], g)?;
                 r0 = r1;
             }
-            let e: &[f64] = match noise {
-                Noise::Given(eps) => &eps[first * d..first * d + all],
-                Noise::Key(_) => &eb[..all],
-            };
-            coeffs.rows_pullback(&th[..all], e, &gr[..all], tau, lq, dloc, drho);
+            if key.is_some() {
+                coeffs.rows_pullback_drawn(
+                    loc,
+                    sig,
+                    &bufs.eps32[..all],
+                    &bufs.grad[..all],
+                    tau,
+                    lq,
+                    dloc,
+                    drho,
+                );
+            } else {
+                let e: &[f64] = match noise {
+                    Noise::Given(eps) => &eps[first * d..first * d + all],
+                    Noise::Key(_) => &bufs.eps[..all],
+                };
+                coeffs.rows_pullback(
+                    &bufs.theta[..all],
+                    e,
+                    &bufs.grad[..all],
+                    tau,
+                    lq,
+                    dloc,
+                    drho,
+                );
+            }
             BLOCK_SCRATCH.with(|c| {
                 let mut kept = c.borrow_mut();
                 if kept.len() < kept_sets {
-                    kept.push([eb, th, gr]);
+                    kept.push(bufs);
                 }
             });
             Ok::<(), Error>(())

@@ -18,30 +18,83 @@ const BLOCK: usize = 512;
 /// registers of f64); the coefficients' row stride is a multiple of it.
 pub(super) const LANES: usize = 16;
 
+/// The rows the passes read (n of them, d values each).
+#[derive(Clone, Copy)]
+pub(crate) enum Rows<'a> {
+    /// The draws θ themselves (n×d).
+    Theta(&'a [f64]),
+    /// The draws θ = `loc` + `sigma` ⊙ ε of one particle (`loc`, `sigma`: d each), formed block
+    /// by block from their noise `eps` (n×d, `f32`): the same values as stored θ formed by
+    /// [`crate::guide::normal::draw_row`] from the widened ε, without storing them.
+    Drawn {
+        loc: &'a [f64],
+        sigma: &'a [f64],
+        eps: &'a [f32],
+    },
+}
+
+impl Rows<'_> {
+    /// The number of rows (d > 0).
+    fn count(&self, d: usize) -> usize {
+        match self {
+            Rows::Theta(t) => t.len() / d,
+            Rows::Drawn { eps, .. } => eps.len() / d,
+        }
+    }
+
+    /// Row `r`'s values on the columns `cols` (at most [`BLOCK`] of them): a slice of θ, or
+    /// formed into `buf`.
+    #[inline(always)]
+    fn block<'s>(
+        &'s self,
+        r: usize,
+        d: usize,
+        cols: &Range<usize>,
+        buf: &'s mut [f64; BLOCK],
+    ) -> &'s [f64] {
+        match *self {
+            Rows::Theta(t) => &t[r * d + cols.start..r * d + cols.end],
+            Rows::Drawn { loc, sigma, eps } => {
+                let out = &mut buf[..cols.len()];
+                let e = &eps[r * d + cols.start..r * d + cols.end];
+                for (((t, &l), &s), &e) in out
+                    .iter_mut()
+                    .zip(&loc[cols.clone()])
+                    .zip(&sigma[cols.clone()])
+                    .zip(e)
+                {
+                    *t = l + s * f64::from(e);
+                }
+                out
+            }
+        }
+    }
+}
+
 /// l_rj = Σ_i (b_ji − h_ji·θ_ri)·θ_ri (without c_j) of every row r and particle j into `l`
 /// (n×m, zero on entry), in the widest build the CPU has (the same operations in each).
-pub(super) fn log_components(k: &MixtureCoeffs, theta: &[f64], l: &mut [f64]) {
+pub(super) fn log_components(k: &MixtureCoeffs, rows: Rows<'_>, l: &mut [f64]) {
     #[cfg(target_arch = "x86_64")]
     match simd_level() {
         // SAFETY: the CPU supports AVX-512F (AVX2 and FMA), checked by `simd_level`.
-        Simd::Avx512 => return unsafe { log_components_avx512(k, theta, l) },
-        Simd::Avx2Fma => return unsafe { log_components_avx2(k, theta, l) },
+        Simd::Avx512 => return unsafe { log_components_avx512(k, rows, l) },
+        Simd::Avx2Fma => return unsafe { log_components_avx2(k, rows, l) },
         Simd::Plain => {}
     }
-    log_components_impl(k, theta, l);
+    log_components_impl(k, rows, l);
 }
 
 /// Pass 2: ∇log q_mix of every row, block by block of columns, into `sink` (the rows of a
 /// block in order, the blocks in order).
-pub(super) fn gradient_blocks(k: &MixtureCoeffs, theta: &[f64], w: &[f64], sink: &mut Sink<'_>) {
+pub(super) fn gradient_blocks(k: &MixtureCoeffs, rows: Rows<'_>, w: &[f64], sink: &mut Sink<'_>) {
     #[cfg(target_arch = "x86_64")]
     match simd_level() {
         // SAFETY: the CPU supports AVX-512F (AVX2 and FMA), checked by `simd_level`.
-        Simd::Avx512 => return unsafe { gradient_blocks_avx512(k, theta, w, sink) },
-        Simd::Avx2Fma => return unsafe { gradient_blocks_avx2(k, theta, w, sink) },
+        Simd::Avx512 => return unsafe { gradient_blocks_avx512(k, rows, w, sink) },
+        Simd::Avx2Fma => return unsafe { gradient_blocks_avx2(k, rows, w, sink) },
         Simd::Plain => {}
     }
-    gradient_blocks_impl::<8>(k, theta, w, sink);
+    gradient_blocks_impl::<8>(k, rows, w, sink);
 }
 
 /// The vector instructions the kernel is compiled for on this CPU. Every build computes the same
@@ -73,8 +126,8 @@ fn simd_level() -> Simd {
 /// The CPU must support AVX-512F.
 #[cfg(target_arch = "x86_64")]
 #[target_feature(enable = "avx512f")]
-unsafe fn log_components_avx512(k: &MixtureCoeffs, theta: &[f64], l: &mut [f64]) {
-    log_components_impl(k, theta, l);
+unsafe fn log_components_avx512(k: &MixtureCoeffs, rows: Rows<'_>, l: &mut [f64]) {
+    log_components_impl(k, rows, l);
 }
 
 /// [`log_components_impl`] compiled for AVX2 and FMA.
@@ -83,8 +136,8 @@ unsafe fn log_components_avx512(k: &MixtureCoeffs, theta: &[f64], l: &mut [f64])
 /// The CPU must support AVX2 and FMA.
 #[cfg(target_arch = "x86_64")]
 #[target_feature(enable = "avx2,fma")]
-unsafe fn log_components_avx2(k: &MixtureCoeffs, theta: &[f64], l: &mut [f64]) {
-    log_components_impl(k, theta, l);
+unsafe fn log_components_avx2(k: &MixtureCoeffs, rows: Rows<'_>, l: &mut [f64]) {
+    log_components_impl(k, rows, l);
 }
 
 /// [`gradient_blocks_impl`] compiled for AVX-512F.
@@ -93,8 +146,13 @@ unsafe fn log_components_avx2(k: &MixtureCoeffs, theta: &[f64], l: &mut [f64]) {
 /// The CPU must support AVX-512F.
 #[cfg(target_arch = "x86_64")]
 #[target_feature(enable = "avx512f")]
-unsafe fn gradient_blocks_avx512(k: &MixtureCoeffs, theta: &[f64], w: &[f64], sink: &mut Sink<'_>) {
-    gradient_blocks_impl::<16>(k, theta, w, sink);
+unsafe fn gradient_blocks_avx512(
+    k: &MixtureCoeffs,
+    rows: Rows<'_>,
+    w: &[f64],
+    sink: &mut Sink<'_>,
+) {
+    gradient_blocks_impl::<16>(k, rows, w, sink);
 }
 
 /// [`gradient_blocks_impl`] compiled for AVX2 and FMA.
@@ -103,8 +161,8 @@ unsafe fn gradient_blocks_avx512(k: &MixtureCoeffs, theta: &[f64], w: &[f64], si
 /// The CPU must support AVX2 and FMA.
 #[cfg(target_arch = "x86_64")]
 #[target_feature(enable = "avx2,fma")]
-unsafe fn gradient_blocks_avx2(k: &MixtureCoeffs, theta: &[f64], w: &[f64], sink: &mut Sink<'_>) {
-    gradient_blocks_impl::<8>(k, theta, w, sink);
+unsafe fn gradient_blocks_avx2(k: &MixtureCoeffs, rows: Rows<'_>, w: &[f64], sink: &mut Sink<'_>) {
+    gradient_blocks_impl::<8>(k, rows, w, sink);
 }
 
 /// Where pass 2 puts each row's gradient on a block of columns.
@@ -113,7 +171,7 @@ pub(super) enum Sink<'a> {
     Store(&'a mut [f64]),
     /// Pulled back at once (τ·∇log p − ∇log q into the loc and ρ sums of length d).
     Pullback {
-        eps: &'a [f64],
+        eps: Eps<'a>,
         grad: &'a [f64],
         tau: f64,
         dloc: &'a mut [f64],
@@ -134,21 +192,58 @@ impl Sink<'_> {
                 tau,
                 dloc,
                 drho,
-            } => {
-                for ((((dl, dr), &gv), &qv), &ev) in dloc[cols.clone()]
-                    .iter_mut()
-                    .zip(drho[cols.clone()].iter_mut())
-                    .zip(&grad[row.clone()])
-                    .zip(q)
-                    .zip(&eps[row])
-                {
-                    // accumulate_directions' operations, in its order
-                    let delta = *tau * gv - qv;
-                    *dl += delta;
-                    *dr += delta * ev;
-                }
-            }
+            } => match eps {
+                Eps::F64(e) => pull_back(
+                    *tau,
+                    &grad[row.clone()],
+                    q,
+                    &e[row],
+                    &mut dloc[cols.clone()],
+                    &mut drho[cols.clone()],
+                ),
+                Eps::F32(e) => pull_back(
+                    *tau,
+                    &grad[row.clone()],
+                    q,
+                    &e[row],
+                    &mut dloc[cols.clone()],
+                    &mut drho[cols.clone()],
+                ),
+            },
         }
+    }
+}
+
+/// The noise ε of the rows a [`Sink::Pullback`] pulls back (n×d).
+#[derive(Clone, Copy)]
+pub(super) enum Eps<'a> {
+    /// As `f64`.
+    F64(&'a [f64]),
+    /// As `f32` (widened exactly where used).
+    F32(&'a [f32]),
+}
+
+/// One row's directions δ = τ·`grad` − `q` on a block of columns, added to `dloc` and, times ε,
+/// to `drho` (accumulate_directions' operations, in its order).
+#[inline(always)]
+fn pull_back<E: Copy + Into<f64>>(
+    tau: f64,
+    grad: &[f64],
+    q: &[f64],
+    eps: &[E],
+    dloc: &mut [f64],
+    drho: &mut [f64],
+) {
+    for ((((dl, dr), &gv), &qv), &ev) in dloc
+        .iter_mut()
+        .zip(drho.iter_mut())
+        .zip(grad)
+        .zip(q)
+        .zip(eps)
+    {
+        let delta = tau * gv - qv;
+        *dl += delta;
+        *dr += delta * ev.into();
     }
 }
 
@@ -170,45 +265,42 @@ fn coeff_lanes<'a, const G: usize>(
     (k.b[r.clone()].as_chunks::<G>().0, k.h[r].as_chunks::<G>().0)
 }
 
-/// A row's values on `cols` as whole lanes: the chunks of `G`, and the rest padded with zeros.
+/// A row's values on a block of columns as whole lanes: the chunks of `G`, and the rest padded
+/// with zeros.
 #[inline(always)]
-fn row_lanes<'a, const G: usize>(
-    row: &'a [f64],
-    cols: &Range<usize>,
-) -> (&'a [[f64; G]], [f64; G]) {
-    let (whole, rest) = row[cols.clone()].as_chunks::<G>();
+fn row_lanes<const G: usize>(block: &[f64]) -> (&[[f64; G]], [f64; G]) {
+    let (whole, rest) = block.as_chunks::<G>();
     let mut pad = [0.0; G];
     pad[..rest.len()].copy_from_slice(rest);
     (whole, pad)
 }
 
 #[inline(always)]
-fn log_components_impl(k: &MixtureCoeffs, theta: &[f64], l: &mut [f64]) {
+fn log_components_impl(k: &MixtureCoeffs, rows: Rows<'_>, l: &mut [f64]) {
     let (m, d) = (k.m, k.d);
     if d == 0 || m == 0 {
         return;
     }
+    let n = rows.count(d);
+    let (mut buf0, mut buf1) = ([0.0; BLOCK], [0.0; BLOCK]);
     for cols in blocks(d) {
         // rows in pairs (each pair reads the block's coefficients once); each row's lanes
         // are its own, so a row's sums do not depend on its partner
-        let mut rows = theta.chunks_exact(d).zip(l.chunks_exact_mut(m));
-        while let Some((t0, l0)) = rows.next() {
-            let (x0, p0) = row_lanes::<LANES>(t0, &cols);
-            match rows.next() {
-                Some((t1, l1)) => {
-                    let (x1, p1) = row_lanes::<LANES>(t1, &cols);
-                    for (j, (v0, v1)) in l0.iter_mut().zip(l1.iter_mut()).enumerate() {
-                        let (bj, hj) = coeff_lanes::<LANES>(k, j, &cols);
-                        let (s0, s1) = block_sums2((x0, &p0), (x1, &p1), bj, hj);
-                        *v0 += s0;
-                        *v1 += s1;
-                    }
+        for r in (0..n).step_by(2) {
+            let (x0, p0) = row_lanes::<LANES>(rows.block(r, d, &cols, &mut buf0));
+            if r + 1 < n {
+                let (x1, p1) = row_lanes::<LANES>(rows.block(r + 1, d, &cols, &mut buf1));
+                let (l0, l1) = l[r * m..(r + 2) * m].split_at_mut(m);
+                for (j, (v0, v1)) in l0.iter_mut().zip(l1.iter_mut()).enumerate() {
+                    let (bj, hj) = coeff_lanes::<LANES>(k, j, &cols);
+                    let (s0, s1) = block_sums2((x0, &p0), (x1, &p1), bj, hj);
+                    *v0 += s0;
+                    *v1 += s1;
                 }
-                None => {
-                    for (j, v0) in l0.iter_mut().enumerate() {
-                        let (bj, hj) = coeff_lanes::<LANES>(k, j, &cols);
-                        *v0 += block_sums2((x0, &p0), (x0, &p0), bj, hj).0;
-                    }
+            } else {
+                for (j, v0) in l[r * m..(r + 1) * m].iter_mut().enumerate() {
+                    let (bj, hj) = coeff_lanes::<LANES>(k, j, &cols);
+                    *v0 += block_sums2((x0, &p0), (x0, &p0), bj, hj).0;
                 }
             }
         }
@@ -285,7 +377,7 @@ fn gradient_step<const G: usize>(
 #[inline(always)]
 fn gradient_blocks_impl<const G: usize>(
     k: &MixtureCoeffs,
-    theta: &[f64],
+    rows: Rows<'_>,
     w: &[f64],
     sink: &mut Sink<'_>,
 ) {
@@ -293,29 +385,31 @@ fn gradient_blocks_impl<const G: usize>(
     if d == 0 || m == 0 {
         return;
     }
+    let n = rows.count(d);
     let (mut q0, mut q1) = ([0.0; BLOCK], [0.0; BLOCK]);
+    let (mut buf0, mut buf1) = ([0.0; BLOCK], [0.0; BLOCK]);
     for cols in blocks(d) {
         let (q0, q1) = (&mut q0[..cols.len()], &mut q1[..cols.len()]);
         // rows in pairs, as in pass 1; each column's rows reach the sink in order
-        let mut rows = theta.chunks_exact(d).zip(w.chunks_exact(m)).enumerate();
-        while let Some((r, (t0, w0))) = rows.next() {
-            match rows.next() {
-                Some((_, (t1, w1))) => {
-                    gradient_block2::<G>(k, &cols, (t0, w0, q0), (t1, w1, q1));
-                    sink.take(k.d, r, &cols, q0);
-                    sink.take(k.d, r + 1, &cols, q1);
-                }
-                None => {
-                    gradient_block2::<G>(k, &cols, (t0, w0, q0), (t0, w0, q1));
-                    sink.take(k.d, r, &cols, q0);
-                }
+        for r in (0..n).step_by(2) {
+            let t0 = rows.block(r, d, &cols, &mut buf0);
+            let w0 = &w[r * m..(r + 1) * m];
+            if r + 1 < n {
+                let t1 = rows.block(r + 1, d, &cols, &mut buf1);
+                let w1 = &w[(r + 1) * m..(r + 2) * m];
+                gradient_block2::<G>(k, &cols, (t0, w0, q0), (t1, w1, q1));
+                sink.take(k.d, r, &cols, q0);
+                sink.take(k.d, r + 1, &cols, q1);
+            } else {
+                gradient_block2::<G>(k, &cols, (t0, w0, q0), (t0, w0, q1));
+                sink.take(k.d, r, &cols, q0);
             }
         }
     }
 }
 
-/// Two rows' ∇log q_mix on columns `cols` (each row: its θ, its responsibilities w and the
-/// output q, `cols.len()` values): per column, s_b = Σ_j w_j b_ji and s_h = Σ_j w_j h_ji
+/// Two rows' ∇log q_mix on columns `cols` (each row: its θ on those columns, its
+/// responsibilities w and the output q, `cols.len()` values): per column, s_b = Σ_j w_j b_ji and s_h = Σ_j w_j h_ji
 /// (j in order), q = s_b − (s_h + s_h)·θ, each step one fused multiply-add.
 #[inline(always)]
 #[allow(clippy::type_complexity)]
@@ -325,8 +419,8 @@ fn gradient_block2<const G: usize>(
     r0: (&[f64], &[f64], &mut [f64]),
     r1: (&[f64], &[f64], &mut [f64]),
 ) {
-    let (x0, p0) = row_lanes::<G>(r0.0, cols);
-    let (x1, p1) = row_lanes::<G>(r1.0, cols);
+    let (x0, p0) = row_lanes::<G>(r0.0);
+    let (x1, p1) = row_lanes::<G>(r1.0);
     let (w0, w1) = (r0.1, r1.1);
     let (q0, q0_rest) = r0.2.as_chunks_mut::<G>();
     let (q1, q1_rest) = r1.2.as_chunks_mut::<G>();

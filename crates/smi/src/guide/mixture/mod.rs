@@ -18,7 +18,7 @@ use crate::model::softplus;
 
 use super::normal::LN_2PI;
 
-use blocked::{Sink, LANES};
+use blocked::{Eps, Rows, Sink, LANES};
 
 /// m·d from which the per-particle coefficients are computed in parallel blocks.
 const COEFF_PAR_MIN: usize = 1 << 16;
@@ -160,10 +160,10 @@ impl MixtureCoeffs {
     /// log q_mix (`logq`, n) and ∇_θ log q_mix (`grad`, n×d) of the n draws `theta` (n×d), on
     /// the calling thread.
     pub(crate) fn rows(&self, theta: &[f64], logq: &mut [f64], grad: &mut [f64]) {
-        let w = self.responsibilities(theta, logq);
+        let w = self.responsibilities(Rows::Theta(theta), logq);
         match self.products() {
             Some(p) => p.gradient(theta, &w, grad),
-            None => blocked::gradient_blocks(self, theta, &w, &mut Sink::Store(grad)),
+            None => blocked::gradient_blocks(self, Rows::Theta(theta), &w, &mut Sink::Store(grad)),
         }
     }
 
@@ -183,19 +183,59 @@ impl MixtureCoeffs {
         dloc: &mut [f64],
         drho: &mut [f64],
     ) {
-        let w = self.responsibilities(theta, logq);
+        let w = self.responsibilities(Rows::Theta(theta), logq);
         if let Some(p) = self.products() {
             p.pullback(theta, &w, eps, grad, tau, dloc, drho);
             return;
         }
         let mut sink = Sink::Pullback {
-            eps,
+            eps: Eps::F64(eps),
             grad,
             tau,
             dloc,
             drho,
         };
-        blocked::gradient_blocks(self, theta, &w, &mut sink);
+        blocked::gradient_blocks(self, Rows::Theta(theta), &w, &mut sink);
+    }
+
+    /// Whether the sums run in the column-blocked kernel (d of [`SMALL_D`] and up), which
+    /// [`MixtureCoeffs::rows_pullback_drawn`] needs to be fast.
+    pub(crate) fn is_blocked(&self) -> bool {
+        self.products().is_none()
+    }
+
+    /// [`MixtureCoeffs::rows_pullback`] of one particle's n draws θ = `loc` + `sigma` ⊙ ε given
+    /// by their noise `eps` (n×d, `f32`; `loc`, `sigma`: d each): the same values, bit for bit,
+    /// as θ formed by [`super::normal::draw_row`] from the widened ε and passed with it, but θ
+    /// is formed block by block where the passes read it and never stored (d below
+    /// [`SMALL_D`]: formed and stored first).
+    #[allow(clippy::too_many_arguments)]
+    pub(crate) fn rows_pullback_drawn(
+        &self,
+        loc: &[f64],
+        sigma: &[f64],
+        eps: &[f32],
+        grad: &[f64],
+        tau: f64,
+        logq: &mut [f64],
+        dloc: &mut [f64],
+        drho: &mut [f64],
+    ) {
+        if !self.is_blocked() {
+            let (theta, e) = drawn(self.d, loc, sigma, eps);
+            self.rows_pullback(&theta, &e, grad, tau, logq, dloc, drho);
+            return;
+        }
+        let rows = Rows::Drawn { loc, sigma, eps };
+        let w = self.responsibilities(rows, logq);
+        let mut sink = Sink::Pullback {
+            eps: Eps::F32(eps),
+            grad,
+            tau,
+            dloc,
+            drho,
+        };
+        blocked::gradient_blocks(self, rows, &w, &mut sink);
     }
 
     /// The coefficients as faer's operands when d is below [`SMALL_D`].
@@ -209,16 +249,19 @@ impl MixtureCoeffs {
     }
 
     /// Pass 1: log q_mix of every row into `logq` (n) and the responsibilities w (n×m, returned).
-    fn responsibilities(&self, theta: &[f64], logq: &mut [f64]) -> Vec<f64> {
+    fn responsibilities(&self, rows: Rows<'_>, logq: &mut [f64]) -> Vec<f64> {
         let (m, n) = (self.m, logq.len());
         let mut l = vec![0.0; n * m];
         if m == 0 {
             logq.fill(f64::NEG_INFINITY);
             return l;
         }
-        match self.products() {
-            Some(p) => p.log_components(theta, &mut l),
-            None => blocked::log_components(self, theta, &mut l),
+        match (self.products(), rows) {
+            (Some(p), Rows::Theta(theta)) => p.log_components(theta, &mut l),
+            (Some(p), Rows::Drawn { loc, sigma, eps }) => {
+                p.log_components(&drawn(self.d, loc, sigma, eps).0, &mut l);
+            }
+            (None, rows) => blocked::log_components(self, rows, &mut l),
         }
         let ln_m = (m as f64).ln();
         for (row, lq) in l.chunks_exact_mut(m).zip(logq.iter_mut()) {
@@ -239,6 +282,20 @@ impl MixtureCoeffs {
         }
         l
     }
+}
+
+/// The draws θ = `loc` + `sigma` ⊙ ε (n×d) of the noise `eps` (n×d, `f32`) and the widened
+/// noise, stored (as the unfused step forms them).
+fn drawn(d: usize, loc: &[f64], sigma: &[f64], eps: &[f32]) -> (Vec<f64>, Vec<f64>) {
+    let e: Vec<f64> = eps.iter().map(|&v| f64::from(v)).collect();
+    let mut theta = vec![0.0; e.len()];
+    for (t, e) in theta
+        .chunks_exact_mut(d.max(1))
+        .zip(e.chunks_exact(d.max(1)))
+    {
+        super::normal::draw_row(loc, sigma, e, t);
+    }
+    (theta, e)
 }
 
 /// The row stride of the coefficients for dimension d.
@@ -361,5 +418,38 @@ mod tests {
         assert_eq!(lq, lq2);
         assert_eq!(got_l, want_l);
         assert_eq!(got_r, want_r);
+    }
+
+    #[test]
+    fn drawn_rows_give_the_stored_rows_bits_at_every_d() {
+        // d = 1 100 runs the blocked kernel (θ formed block by block), d = 40 the products
+        // (θ formed and stored first); n = 5 rows: two pairs and a lone row
+        for d in [1100, 40] {
+            let (m, n, tau) = (3, 5, 0.75);
+            let parts = Matrix::from_fn(m, 2 * d, |j, c| {
+                if c < d {
+                    ((j * 17 + c * 3) as f64 * 0.21).sin()
+                } else {
+                    inv_softplus(0.5 + 0.4 * ((j + 2 * c) as f64 * 0.3).cos().abs())
+                }
+            });
+            let k = MixtureCoeffs::new(&parts);
+            assert_eq!(k.is_blocked(), d >= SMALL_D);
+            let loc = &parts.row(1)[..d];
+            let sigma = super::super::normal::scales(parts.row(1));
+            let eps32: Vec<f32> = (0..n * d).map(|v| (v as f32 * 0.37).sin() * 1.7).collect();
+            let grad: Vec<f64> = (0..n * d).map(|v| (v as f64 * 0.3).cos() * 2.0).collect();
+            let (theta, eps) = drawn(d, loc, &sigma, &eps32);
+            let (mut lq, mut want_l, mut want_r) = (vec![0.0; n], vec![0.5; d], vec![-0.25; d]);
+            k.rows_pullback(&theta, &eps, &grad, tau, &mut lq, &mut want_l, &mut want_r);
+            let (mut lq2, mut got_l, mut got_r) = (vec![0.0; n], vec![0.5; d], vec![-0.25; d]);
+            k.rows_pullback_drawn(
+                loc, &sigma, &eps32, &grad, tau, &mut lq2, &mut got_l, &mut got_r,
+            );
+            let bits = |v: &[f64]| v.iter().map(|x| x.to_bits()).collect::<Vec<_>>();
+            assert_eq!(bits(&lq2), bits(&lq), "d = {d}");
+            assert_eq!(bits(&got_l), bits(&want_l), "d = {d}");
+            assert_eq!(bits(&got_r), bits(&want_r), "d = {d}");
+        }
     }
 }
