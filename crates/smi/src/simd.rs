@@ -38,14 +38,17 @@ macro_rules! multiversion {
         $(#[$attr])*
         $vis fn $name $(<$($g: $bound),+>)? ($($arg: $ty),*) $(-> $ret)? {
             #[inline(always)]
+            #[allow(clippy::too_many_arguments)]
             fn body $(<$($g: $bound),+>)? ($($arg: $ty),*) $(-> $ret)? $body
             #[cfg(target_arch = "x86_64")]
             {
                 #[target_feature(enable = "avx512f,avx2,fma")]
+                #[allow(clippy::too_many_arguments)]
                 fn wide $(<$($g: $bound),+>)? ($($arg: $ty),*) $(-> $ret)? {
                     body $(::<$($g),+>)? ($($arg),*)
                 }
                 #[target_feature(enable = "avx2,fma")]
+                #[allow(clippy::too_many_arguments)]
                 fn half $(<$($g: $bound),+>)? ($($arg: $ty),*) $(-> $ret)? {
                     body $(::<$($g),+>)? ($($arg),*)
                 }

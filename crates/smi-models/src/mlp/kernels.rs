@@ -137,13 +137,7 @@ impl MlpFloat for f32 {
         bias_tanh::<false>(xs, bias);
     }
     fn bias_relu_in_place(xs: &mut [Self], bias: &[Self]) {
-        #[cfg(target_arch = "x86_64")]
-        if std::arch::is_x86_feature_detected!("avx2") {
-            // SAFETY: the CPU supports AVX2, checked just above.
-            unsafe { bias_relu_avx2(xs, bias) };
-            return;
-        }
-        bias_relu::<f32>(xs, bias);
+        bias_relu_f32(xs, bias);
     }
     fn backward_single_output(
         a: &[Self],
@@ -153,16 +147,7 @@ impl MlpFloat for f32 {
         gw: &mut [Self],
         delta_prev: &mut [Self],
     ) {
-        #[cfg(target_arch = "x86_64")]
-        if std::arch::is_x86_feature_detected!("avx2") {
-            // SAFETY: the CPU supports AVX2, checked just above.
-            unsafe { single_output_avx2(a, delta, w, act, gw, delta_prev) };
-            return;
-        }
-        match act {
-            Activation::Tanh => single_output::<f32, true>(a, delta, w, gw, delta_prev),
-            Activation::Relu => single_output::<f32, false>(a, delta, w, gw, delta_prev),
-        }
+        single_output_f32(a, delta, w, act, gw, delta_prev);
     }
     fn scalar_input_layer(x: &[Self], w: &[Self], b: &[Self], act: Activation, out: &mut [Self]) {
         #[cfg(target_arch = "x86_64")]
@@ -189,16 +174,7 @@ impl MlpFloat for f32 {
         gw1: &mut [Self],
         gb1: &mut [Self],
     ) {
-        #[cfg(target_arch = "x86_64")]
-        if std::arch::is_x86_feature_detected!("avx2") {
-            // SAFETY: the CPU supports AVX2, checked just above.
-            unsafe { one_in_one_out_avx2(x, a, delta, w2, act, gw2, gw1, gb1) };
-            return;
-        }
-        match act {
-            Activation::Tanh => one_in_one_out::<f32, true>(x, a, delta, w2, gw2, gw1, gb1),
-            Activation::Relu => one_in_one_out::<f32, false>(x, a, delta, w2, gw2, gw1, gb1),
-        }
+        one_in_one_out_f32(x, a, delta, w2, act, gw2, gw1, gb1);
     }
     fn tanh_scalar(self) -> Self {
         tanh_f32(self)
@@ -225,37 +201,32 @@ unsafe fn scalar_input_layer_avx2_fma(
     }
 }
 
-/// [`MlpFloat::backward_one_in_one_out`] in `f32` compiled for AVX2; same arithmetic.
-///
-/// # Safety
-/// The CPU must support AVX2.
-#[cfg(target_arch = "x86_64")]
-#[target_feature(enable = "avx2")]
-#[allow(clippy::too_many_arguments)]
-unsafe fn one_in_one_out_avx2(
-    x: &[f32],
-    a: &[f32],
-    delta: &[f32],
-    w2: &[f32],
-    act: Activation,
-    gw2: &mut [f32],
-    gw1: &mut [f32],
-    gb1: &mut [f32],
-) {
-    match act {
-        Activation::Tanh => one_in_one_out::<f32, true>(x, a, delta, w2, gw2, gw1, gb1),
-        Activation::Relu => one_in_one_out::<f32, false>(x, a, delta, w2, gw2, gw1, gb1),
+smi::multiversion! {
+    /// [`MlpFloat::backward_one_in_one_out`] in `f32`, in the CPU's widest vector build (the
+    /// same arithmetic in each).
+    fn one_in_one_out_f32(
+        x: &[f32],
+        a: &[f32],
+        delta: &[f32],
+        w2: &[f32],
+        act: Activation,
+        gw2: &mut [f32],
+        gw1: &mut [f32],
+        gb1: &mut [f32],
+    ) {
+        match act {
+            Activation::Tanh => one_in_one_out::<f32, true>(x, a, delta, w2, gw2, gw1, gb1),
+            Activation::Relu => one_in_one_out::<f32, false>(x, a, delta, w2, gw2, gw1, gb1),
+        }
     }
 }
 
-/// [`MlpFloat::bias_relu_in_place`] in `f32` compiled for AVX2; same arithmetic.
-///
-/// # Safety
-/// The CPU must support AVX2.
-#[cfg(target_arch = "x86_64")]
-#[target_feature(enable = "avx2")]
-unsafe fn bias_relu_avx2(xs: &mut [f32], bias: &[f32]) {
-    bias_relu::<f32>(xs, bias);
+smi::multiversion! {
+    /// [`MlpFloat::bias_relu_in_place`] in `f32`, in the CPU's widest vector build (the same
+    /// arithmetic in each).
+    fn bias_relu_f32(xs: &mut [f32], bias: &[f32]) {
+        bias_relu::<f32>(xs, bias);
+    }
 }
 
 /// The loop of [`MlpFloat::bias_relu_in_place`].
@@ -356,23 +327,21 @@ fn one_in_one_out_block<T: MlpFloat, const TANH: bool, const W: usize>(
     gb1[start..start + W].copy_from_slice(&accb);
 }
 
-/// [`MlpFloat::backward_single_output`] in `f32` compiled for AVX2; same arithmetic.
-///
-/// # Safety
-/// The CPU must support AVX2.
-#[cfg(target_arch = "x86_64")]
-#[target_feature(enable = "avx2")]
-unsafe fn single_output_avx2(
-    a: &[f32],
-    delta: &[f32],
-    w: &[f32],
-    act: Activation,
-    gw: &mut [f32],
-    delta_prev: &mut [f32],
-) {
-    match act {
-        Activation::Tanh => single_output::<f32, true>(a, delta, w, gw, delta_prev),
-        Activation::Relu => single_output::<f32, false>(a, delta, w, gw, delta_prev),
+smi::multiversion! {
+    /// [`MlpFloat::backward_single_output`] in `f32`, in the CPU's widest vector build (the
+    /// same arithmetic in each).
+    fn single_output_f32(
+        a: &[f32],
+        delta: &[f32],
+        w: &[f32],
+        act: Activation,
+        gw: &mut [f32],
+        delta_prev: &mut [f32],
+    ) {
+        match act {
+            Activation::Tanh => single_output::<f32, true>(a, delta, w, gw, delta_prev),
+            Activation::Relu => single_output::<f32, false>(a, delta, w, gw, delta_prev),
+        }
     }
 }
 

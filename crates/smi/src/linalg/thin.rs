@@ -4,7 +4,7 @@
 //! Whatever the transposition flags, every operand of such a product is either a contiguous
 //! vector or a row-major matrix read row by row, so each case is an `axpy` (c ← c + s·x) or a
 //! `dot` over contiguous slices. Both vectorise (the dot keeps 16 partial sums); on x86-64 the
-//! loops are compiled a second time for AVX2 and chosen at run time.
+//! loops are compiled for AVX-512 and AVX2 too ([`crate::multiversion!`]) and chosen at run time.
 
 use super::Op;
 use std::ops::{Add, Mul};
@@ -19,104 +19,61 @@ impl Real for f32 {}
 
 impl Real for f64 {}
 
-/// [`super::gemm`] for `m == 1 || k == 1 || n == 1` (and m, n ≥ 1), same contract.
-#[allow(clippy::too_many_arguments)]
-pub(super) fn gemm<T: Real>(
-    c: &mut [T],
-    a: &[T],
-    op_a: Op,
-    b: &[T],
-    op_b: Op,
-    m: usize,
-    k: usize,
-    n: usize,
-    alpha: T,
-    accumulate: bool,
-) {
-    #[cfg(target_arch = "x86_64")]
-    if std::arch::is_x86_feature_detected!("avx2") {
-        // SAFETY: the CPU supports AVX2, checked just above.
-        unsafe { gemm_avx2(c, a, op_a, b, op_b, m, k, n, alpha, accumulate) };
-        return;
-    }
-    gemm_impl(c, a, op_a, b, op_b, m, k, n, alpha, accumulate);
-}
-
-/// [`gemm_impl`] compiled for AVX2 (8 f32 lanes instead of SSE2's 4); same arithmetic.
-///
-/// # Safety
-/// The CPU must support AVX2.
-#[cfg(target_arch = "x86_64")]
-#[target_feature(enable = "avx2")]
-#[allow(clippy::too_many_arguments)]
-unsafe fn gemm_avx2<T: Real>(
-    c: &mut [T],
-    a: &[T],
-    op_a: Op,
-    b: &[T],
-    op_b: Op,
-    m: usize,
-    k: usize,
-    n: usize,
-    alpha: T,
-    accumulate: bool,
-) {
-    gemm_impl(c, a, op_a, b, op_b, m, k, n, alpha, accumulate);
-}
-
-#[inline(always)]
-#[allow(clippy::too_many_arguments)]
-fn gemm_impl<T: Real>(
-    c: &mut [T],
-    a: &[T],
-    op_a: Op,
-    b: &[T],
-    op_b: Op,
-    m: usize,
-    k: usize,
-    n: usize,
-    alpha: T,
-    accumulate: bool,
-) {
-    let c = &mut c[..m * n];
-    let a = &a[..m * k];
-    let b = &b[..k * n];
-    if k == 0 {
-        if !accumulate {
-            c.fill(T::default());
-        }
-        return;
-    }
-    if m == 1 && n == 1 {
-        // both operands are contiguous vectors of length k, whatever the flags
-        let v = alpha * dot(a, b);
-        c[0] = if accumulate { c[0] + v } else { v };
-    } else if k == 1 {
-        // outer product: op(A) is the column a[0..m], op(B) the row b[0..n]
-        for (row, &ai) in c.chunks_exact_mut(n).zip(a) {
-            scaled_add(row, alpha * ai, b, accumulate);
-        }
-    } else if n == 1 {
-        // matrix–vector: c (m) = op(A) (m×k) · b (k)
-        match op_a {
-            Op::N => {
-                for (ci, row) in c.iter_mut().zip(a.chunks_exact(k)) {
-                    let v = alpha * dot(row, b);
-                    *ci = if accumulate { *ci + v } else { v };
-                }
+crate::multiversion! {
+    /// [`super::gemm`] for `m == 1 || k == 1 || n == 1` (and m, n ≥ 1), same contract; in the
+    /// CPU's widest vector build (AVX-512: 16 f32 lanes, AVX2: 8, SSE2: 4; same arithmetic).
+    pub(super) fn gemm<T: Real>(
+        c: &mut [T],
+        a: &[T],
+        op_a: Op,
+        b: &[T],
+        op_b: Op,
+        m: usize,
+        k: usize,
+        n: usize,
+        alpha: T,
+        accumulate: bool,
+    ) {
+        let c = &mut c[..m * n];
+        let a = &a[..m * k];
+        let b = &b[..k * n];
+        if k == 0 {
+            if !accumulate {
+                c.fill(T::default());
             }
-            // A stored k×m: c = Σ_l b_l · (row l of A)
-            Op::T => accumulate_rows(c, a.chunks_exact(m), b, alpha, accumulate),
+            return;
         }
-    } else {
-        // m == 1, vector–matrix: c (n) = a (k) · op(B) (k×n)
-        match op_b {
-            // B stored k×n: c = Σ_l a_l · (row l of B)
-            Op::N => accumulate_rows(c, b.chunks_exact(n), a, alpha, accumulate),
-            Op::T => {
-                for (cj, row) in c.iter_mut().zip(b.chunks_exact(k)) {
-                    let v = alpha * dot(a, row);
-                    *cj = if accumulate { *cj + v } else { v };
+        if m == 1 && n == 1 {
+            // both operands are contiguous vectors of length k, whatever the flags
+            let v = alpha * dot(a, b);
+            c[0] = if accumulate { c[0] + v } else { v };
+        } else if k == 1 {
+            // outer product: op(A) is the column a[0..m], op(B) the row b[0..n]
+            for (row, &ai) in c.chunks_exact_mut(n).zip(a) {
+                scaled_add(row, alpha * ai, b, accumulate);
+            }
+        } else if n == 1 {
+            // matrix–vector: c (m) = op(A) (m×k) · b (k)
+            match op_a {
+                Op::N => {
+                    for (ci, row) in c.iter_mut().zip(a.chunks_exact(k)) {
+                        let v = alpha * dot(row, b);
+                        *ci = if accumulate { *ci + v } else { v };
+                    }
+                }
+                // A stored k×m: c = Σ_l b_l · (row l of A)
+                Op::T => accumulate_rows(c, a.chunks_exact(m), b, alpha, accumulate),
+            }
+        } else {
+            // m == 1, vector–matrix: c (n) = a (k) · op(B) (k×n)
+            match op_b {
+                // B stored k×n: c = Σ_l a_l · (row l of B)
+                Op::N => accumulate_rows(c, b.chunks_exact(n), a, alpha, accumulate),
+                Op::T => {
+                    for (cj, row) in c.iter_mut().zip(b.chunks_exact(k)) {
+                        let v = alpha * dot(a, row);
+                        *cj = if accumulate { *cj + v } else { v };
+                    }
                 }
             }
         }
