@@ -204,6 +204,7 @@ unsafe fn scalar_input_layer_avx2_fma(
 smi::multiversion! {
     /// [`MlpFloat::backward_one_in_one_out`] in `f32`, in the CPU's widest vector build (the
     /// same arithmetic in each).
+    #[allow(clippy::too_many_arguments)]
     fn one_in_one_out_f32(
         x: &[f32],
         a: &[f32],

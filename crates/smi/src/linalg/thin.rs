@@ -22,6 +22,7 @@ impl Real for f64 {}
 crate::multiversion! {
     /// [`super::gemm`] for `m == 1 || k == 1 || n == 1` (and m, n ≥ 1), same contract; in the
     /// CPU's widest vector build (AVX-512: 16 f32 lanes, AVX2: 8, SSE2: 4; same arithmetic).
+    #[allow(clippy::too_many_arguments)]
     pub(super) fn gemm<T: Real>(
         c: &mut [T],
         a: &[T],
