@@ -5,9 +5,10 @@
 //! rows, keeping ε, θ and ∇log p of the whole chunk; then the mixture density and the pull-back
 //! run once over all the chunk's rows, block of columns by block of columns
 //! ([`MixtureCoeffs::rows_pullback`]: the coefficients are read once per chunk, not once per
-//! sub-block, and ∇log q is never stored). With the noise drawn from the key and d in the
-//! mixture's blocked kernel (d ≥ 1 024), ε is kept in `f32`, as drawn, and θ only for the model
-//! call that needs it: the mixture's passes form θ again, block by block, with the same
+//! sub-block, and ∇log q is never stored). With the noise drawn from the key, d in the
+//! mixture's blocked kernel (d ≥ 1 024) and a chunk too long to stay in cache
+//! ([`DRAWN_MIN_BYTES`]), ε is kept in `f32`, as drawn, and θ only for the model call that
+//! needs it: the mixture's passes form θ again, block by block, with the same
 //! operations ([`MixtureCoeffs::rows_pullback_drawn`]), so a chunk streams 12 bytes per value
 //! through them instead of 24. Each chunk sums its draws' directions into a partial
 //! ĝ of its own; the partials are added in chunk order.
@@ -64,6 +65,12 @@ thread_local! {
     /// it is read, so they are never zeroed once allocated.
     static BLOCK_SCRATCH: RefCell<Vec<Buffers>> = const { RefCell::new(Vec::new()) };
 }
+
+/// Bytes of a chunk's θ and ε (in f64) from which θ is formed again in the mixture's passes
+/// instead of stored (see the module's doc): about half of a core's L2 here (2 MiB), beyond
+/// which the chunk's rows stream from L3. Below it (boston's chunks of 9 draws of d = 3 302:
+/// 0.45 MB) the rows stay in cache and forming θ again would only add work.
+const DRAWN_MIN_BYTES: usize = 1 << 20;
 
 /// Values below which the tasks stay on the calling thread.
 const MIN_PAR_VALUES: usize = 1 << 15;
@@ -176,10 +183,12 @@ pub(crate) fn elbo_gradients_normal<M: LogDensity + ?Sized>(
     // the mixture's passes (bit for bit the stored θ), so a chunk's rows stream 12 bytes per
     // value through the passes instead of 24 (θ and ε in f64, ∇log p), and θ lives in a
     // buffer of one model call, in cache
-    let drawn = matches!(noise, Noise::Key(_)) && coeffs.is_blocked();
     let chunks: Vec<Range<usize>> = normal::draw_chunks(s, d).collect();
-    let nc = chunks.len();
     let longest = chunks.iter().map(|r| r.len()).max().unwrap_or(0);
+    let drawn = matches!(noise, Noise::Key(_))
+        && coeffs.is_blocked()
+        && longest * d * 16 >= DRAWN_MIN_BYTES;
+    let nc = chunks.len();
     let kept_sets = (KEPT_BYTES / (24 * longest * d).max(1)).clamp(1, KEPT_BUFFERS);
     try_resize(
         partials,
