@@ -195,17 +195,32 @@ pub(crate) fn accumulate_directions(
         .zip(eps.chunks_exact(d))
     {
         let (g, gq, e) = (&g[cols.clone()], &gq[cols.clone()], &e[cols.clone()]);
-        for ((((dl, dr), &gv), &qv), &ev) in loc_out
-            .iter_mut()
-            .zip(rho_out.iter_mut())
-            .zip(g)
-            .zip(gq)
-            .zip(e)
-        {
-            let delta = tau * gv - qv;
-            *dl += delta;
-            *dr += delta * ev;
-        }
+        pull_back_row(tau, g, gq, e, loc_out, rho_out);
+    }
+}
+
+/// One draw's direction δ = τ·`grad` − `gradq` on some columns, added to `dloc` and, times ε
+/// (`eps`, widened where it is `f32`), to `drho` (all the same length): the pull-back's
+/// operations, in their order, wherever a row is pulled back.
+#[inline(always)]
+pub(crate) fn pull_back_row<E: Copy + Into<f64>>(
+    tau: f64,
+    grad: &[f64],
+    gradq: &[f64],
+    eps: &[E],
+    dloc: &mut [f64],
+    drho: &mut [f64],
+) {
+    for ((((dl, dr), &gv), &qv), &ev) in dloc
+        .iter_mut()
+        .zip(drho.iter_mut())
+        .zip(grad)
+        .zip(gradq)
+        .zip(eps)
+    {
+        let delta = tau * gv - qv;
+        *dl += delta;
+        *dr += delta * ev.into();
     }
 }
 

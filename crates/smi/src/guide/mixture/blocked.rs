@@ -9,6 +9,7 @@
 use std::ops::Range;
 
 use super::MixtureCoeffs;
+use crate::guide::normal::pull_back_row;
 
 /// Columns of a block: the block's h and b of m = 5 particles are 40 KB (L1/L2), of m = 20
 /// 160 KB (L2). A multiple of [`LANES`].
@@ -193,7 +194,7 @@ impl Sink<'_> {
                 dloc,
                 drho,
             } => match eps {
-                Eps::F64(e) => pull_back(
+                Eps::F64(e) => pull_back_row(
                     *tau,
                     &grad[row.clone()],
                     q,
@@ -201,7 +202,7 @@ impl Sink<'_> {
                     &mut dloc[cols.clone()],
                     &mut drho[cols.clone()],
                 ),
-                Eps::F32(e) => pull_back(
+                Eps::F32(e) => pull_back_row(
                     *tau,
                     &grad[row.clone()],
                     q,
@@ -221,30 +222,6 @@ pub(super) enum Eps<'a> {
     F64(&'a [f64]),
     /// As `f32` (widened exactly where used).
     F32(&'a [f32]),
-}
-
-/// One row's directions δ = τ·`grad` − `q` on a block of columns, added to `dloc` and, times ε,
-/// to `drho` (accumulate_directions' operations, in its order).
-#[inline(always)]
-fn pull_back<E: Copy + Into<f64>>(
-    tau: f64,
-    grad: &[f64],
-    q: &[f64],
-    eps: &[E],
-    dloc: &mut [f64],
-    drho: &mut [f64],
-) {
-    for ((((dl, dr), &gv), &qv), &ev) in dloc
-        .iter_mut()
-        .zip(drho.iter_mut())
-        .zip(grad)
-        .zip(q)
-        .zip(eps)
-    {
-        let delta = tau * gv - qv;
-        *dl += delta;
-        *dr += delta * ev.into();
-    }
 }
 
 /// The column blocks of d: `BLOCK` columns each, the last one the rest.
