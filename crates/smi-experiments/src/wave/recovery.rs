@@ -205,14 +205,18 @@ pub fn run(args: &Args) -> Result<()> {
             let partial_key =
                 partial_key(size, r, seed, args.problem.phase.name(), steps, draws, q);
             let mut partial = recovery_partial::load(&partial_path, &partial_key, &label);
+            // a fit and its LPPDs, kept with the settings it was asked for
+            let fit_outcome = |method, m, label: &str, settings: &Value| -> Result<Outcome> {
+                let f = fit(&problem, &spec(method, m), label)
+                    .with_context(|| format!("{label}: fitting failed"))?;
+                let e = evaluate(&problem, &f.draws)
+                    .with_context(|| format!("{label}: evaluation failed"))?;
+                Ok(Outcome::new(&f, &e, settings))
+            };
             let smi = match partial.smi_with(&smi_settings) {
                 Some(done) => done.clone(),
                 None => {
-                    let f = fit(&problem, &spec(Method::Smi, PARTICLES), &label)
-                        .with_context(|| format!("{label}: fitting failed"))?;
-                    let e = evaluate(&problem, &f.draws)
-                        .with_context(|| format!("{label}: evaluation failed"))?;
-                    let done = Outcome::new(&f, &e, &smi_settings);
+                    let done = fit_outcome(Method::Smi, PARTICLES, &label, &smi_settings)?;
                     partial.smi = Some(done.clone());
                     recovery_partial::save(&partial_path, &partial)?;
                     done
@@ -237,11 +241,7 @@ pub fn run(args: &Args) -> Result<()> {
                 let (f, resumed) = match partial.svgd_with(m, &settings) {
                     Some(done) => (done.clone(), true),
                     None => {
-                        let f = fit(&problem, &spec(Method::Svgd, m), &label)
-                            .with_context(|| format!("{label}: fitting failed"))?;
-                        let e = evaluate(&problem, &f.draws)
-                            .with_context(|| format!("{label}: evaluation failed"))?;
-                        let done = Outcome::new(&f, &e, &settings);
+                        let done = fit_outcome(Method::Svgd, m, &label, &settings)?;
                         partial.svgd.insert(m, done.clone());
                         recovery_partial::save(&partial_path, &partial)?;
                         (done, false)
