@@ -13,7 +13,8 @@
 /// Defines a function whose body is compiled for AVX-512F, for AVX2 + FMA and for the baseline,
 /// dispatching at each call to the widest build the CPU runs (see [`crate::simd`]). Plain
 /// `fn` items only: arguments are `name: Type`, type parameters `T: Bound` (one bound each), no
-/// `self`, no lifetimes in the signature beyond elided ones.
+/// `self`, no lifetimes in the signature beyond elided ones. Attributes go on the defined
+/// function (e.g. `#[allow(clippy::too_many_arguments)]`).
 ///
 /// ```
 /// smi::multiversion! {
@@ -70,8 +71,9 @@ macro_rules! multiversion {
 
 #[cfg(test)]
 mod tests {
-    /// θ = μ + σ·ε and Σ θ² in eight explicit lanes, written once plainly.
-    fn plain(mu: &[f64], sigma: &[f64], eps: &[f64], theta: &mut [f64]) -> f64 {
+    /// θ = μ + σ·ε and Σ θ² in eight explicit lanes.
+    #[inline(always)]
+    fn loop_body(mu: &[f64], sigma: &[f64], eps: &[f64], theta: &mut [f64]) -> f64 {
         let mut acc = [0.0; 8];
         for (i, (((t, &m), &s), &e)) in theta.iter_mut().zip(mu).zip(sigma).zip(eps).enumerate() {
             *t = m + s * e;
@@ -80,15 +82,16 @@ mod tests {
         acc.iter().sum()
     }
 
+    /// [`loop_body`] in the baseline build only.
+    #[inline(never)]
+    fn plain(mu: &[f64], sigma: &[f64], eps: &[f64], theta: &mut [f64]) -> f64 {
+        loop_body(mu, sigma, eps, theta)
+    }
+
     crate::multiversion! {
-        /// [`plain`]'s body, multiversioned.
+        /// [`loop_body`] in the widest build.
         fn draw_and_sum(mu: &[f64], sigma: &[f64], eps: &[f64], theta: &mut [f64]) -> f64 {
-            let mut acc = [0.0; 8];
-            for (i, (((t, &m), &s), &e)) in theta.iter_mut().zip(mu).zip(sigma).zip(eps).enumerate() {
-                *t = m + s * e;
-                acc[i % 8] += *t * *t;
-            }
-            acc.iter().sum()
+            loop_body(mu, sigma, eps, theta)
         }
     }
 
