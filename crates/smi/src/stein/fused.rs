@@ -179,12 +179,12 @@ pub(crate) fn elbo_gradients_normal<M: LogDensity + ?Sized>(
     let (coeffs, sigma) = (&*coeffs, &sigma[..m * d]);
     // rows per model call, at least 2; a last sub-block of one row joins the one before
     let sub = (SUB_BLOCK_BYTES / (32 * d.max(1))).max(2);
-    // noise drawn from a key at the blocked kernel's d: ε kept in f32 and θ formed again by
-    // the mixture's passes (bit for bit the stored θ), so a chunk's rows stream 12 bytes per
-    // value through the passes instead of 24 (θ and ε in f64, ∇log p), and θ lives in a
-    // buffer of one model call, in cache
     let chunks: Vec<Range<usize>> = normal::draw_chunks(s, d).collect();
     let longest = chunks.iter().map(|r| r.len()).max().unwrap_or(0);
+    // noise drawn from a key at the blocked kernel's d, chunks beyond the cache: ε kept in f32
+    // and θ formed again by the mixture's passes (bit for bit the stored θ), so a chunk's rows
+    // stream 12 bytes per value through the passes instead of 24 (θ and ε in f64, ∇log p),
+    // and θ lives in a buffer of one model call, in cache
     let drawn = matches!(noise, Noise::Key(_))
         && coeffs.is_blocked()
         && longest * d * 16 >= DRAWN_MIN_BYTES;
@@ -226,10 +226,10 @@ pub(crate) fn elbo_gradients_normal<M: LogDensity + ?Sized>(
                 Noise::Key(key) if drawn => Some(key),
                 _ => None,
             };
-            match noise {
-                Noise::Key(_) if drawn => grow(&mut bufs.eps32, most, "a chunk's noise")?,
-                Noise::Key(_) => grow(&mut bufs.eps, most, "a chunk's noise")?,
-                Noise::Given(_) => {}
+            match (key, noise) {
+                (Some(_), _) => grow(&mut bufs.eps32, most, "a chunk's noise")?,
+                (None, Noise::Key(_)) => grow(&mut bufs.eps, most, "a chunk's noise")?,
+                (None, Noise::Given(_)) => {}
             }
             // θ of the whole chunk, or (drawn) of the longest model call
             let theta_rows = if drawn { longest.min(2 * sub) } else { longest };
