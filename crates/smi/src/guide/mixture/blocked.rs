@@ -4,7 +4,8 @@
 //! of every row (pass 1), then the gradient, handed block by block to a [`Sink`] that stores it
 //! or pulls it back at once (pass 2). Each row's sums run over the same blocks in the same
 //! order, and within a block in the same [`LANES`] lanes, whatever the number of rows passed
-//! together: a row's values depend on the row alone.
+//! together: a row's values depend on the row alone. The rows are θ itself or, for the fused
+//! step at large d, a particle's θ = μ + σε formed block by block from ε in `f32` ([`Rows`]).
 
 use std::ops::Range;
 
