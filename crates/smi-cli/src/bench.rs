@@ -42,6 +42,10 @@ pub struct Args {
     /// S, the ELBO draws per particle (smi, ovi), instead of the configuration's default.
     #[arg(long, conflicts_with = "all")]
     pub draws: Option<usize>,
+    /// m, the particles of the Stein engines (smi, svgd, asvgd), instead of the
+    /// configuration's default (e.g. SVGD at the recovery experiment's m = 256).
+    #[arg(long, conflicts_with = "all")]
+    pub particles: Option<usize>,
     /// Run every line of the benchmark table (all configurations and methods).
     #[arg(long)]
     pub all: bool,
@@ -182,6 +186,7 @@ pub fn run(args: &Args) -> Result<()> {
             method,
             parse_reuse(&args.reuse)?,
             args.draws,
+            args.particles,
         )?]
     };
     let peak = gemm_peak_gflops(1024, 6);
@@ -424,7 +429,14 @@ mod tests {
         assert!(e.contains("smi") && e.contains("map"), "{e}");
         assert!(parse_reuse("both").is_err());
         assert_eq!(parse_reuse("per_pair").unwrap(), GradientReuse::PerPair);
-        assert!(Case::new(Config::Boston, Method::Map, GradientReuse::PerPair, None).is_err());
+        assert!(Case::new(
+            Config::Boston,
+            Method::Map,
+            GradientReuse::PerPair,
+            None,
+            None
+        )
+        .is_err());
     }
 
     #[test]
@@ -437,6 +449,7 @@ mod tests {
             min_seconds: 0.0,
             reuse: "shared".into(),
             draws: None,
+            particles: None,
             all: false,
             markdown: false,
             repeat: 1,
@@ -454,7 +467,14 @@ mod tests {
             (r, built) => panic!("--device cuda with the backend built = {built}: {r:?}"),
         }
         // a case without a GPU path is refused in words
-        let c = Case::new(Config::Mvn100, Method::Svgd, GradientReuse::Shared, None).unwrap();
+        let c = Case::new(
+            Config::Mvn100,
+            Method::Svgd,
+            GradientReuse::Shared,
+            None,
+            None,
+        )
+        .unwrap();
         let model = Config::Mvn100.build().unwrap();
         let e = c
             .engine_on(&model, Device::Cuda(0))
@@ -469,13 +489,71 @@ mod tests {
 
     #[test]
     fn flop_counts_follow_the_documented_rule() {
-        let c = Case::new(Config::Mnist1, Method::Smi, GradientReuse::Shared, Some(55)).unwrap();
+        let c = Case::new(
+            Config::Mnist1,
+            Method::Smi,
+            GradientReuse::Shared,
+            Some(55),
+            None,
+        )
+        .unwrap();
         assert_eq!(c.draws_per_step(), 275);
         // 128 rows × (784·100 + 100·10) MACs × 2 flops × 3 (fwd + bwd) × 275 draws
         let want = 128.0 * 79_400.0 * 6.0 * 275.0;
         assert!((c.model_flops() - want).abs() < 1.0);
-        let p = Case::new(Config::Mvn100, Method::Smi, GradientReuse::PerPair, None).unwrap();
+        let p = Case::new(
+            Config::Mvn100,
+            Method::Smi,
+            GradientReuse::PerPair,
+            None,
+            None,
+        )
+        .unwrap();
         assert_eq!(p.draws_per_step(), 20 * 20 * 100);
+    }
+
+    #[test]
+    fn particles_flag_sets_m_of_the_stein_engines_only() {
+        let svgd = |m| {
+            Case::new(
+                Config::Wave100,
+                Method::Svgd,
+                GradientReuse::Shared,
+                None,
+                m,
+            )
+        };
+        let c = svgd(Some(256)).unwrap();
+        assert_eq!((c.particles(), c.draws_per_step()), (256, 256));
+        match c.settings().unwrap() {
+            smi::MethodSettings::Stein(s) => assert_eq!(s.num_particles, 256),
+            other => panic!("SVGD's settings: {other:?}"),
+        }
+        assert_eq!(svgd(None).unwrap().particles(), Config::Wave100.particles());
+        // NumPyro's numbers are for the configuration's m only
+        let b = |m| {
+            Case::new(
+                Config::BostonOneHidden,
+                Method::Svgd,
+                GradientReuse::Shared,
+                None,
+                m,
+            )
+        };
+        assert!(b(None).unwrap().numpyro_ms().is_some());
+        assert!(b(Some(6)).unwrap().numpyro_ms().is_none());
+        let e = svgd(Some(0)).unwrap_err().to_string();
+        assert!(e.contains("--particles"), "{e}");
+        let e = Case::new(
+            Config::Boston,
+            Method::Ovi,
+            GradientReuse::Shared,
+            None,
+            Some(4),
+        )
+        .unwrap_err()
+        .to_string();
+        assert!(e.contains("--particles") && e.contains("ovi"), "{e}");
     }
 
     #[test]

@@ -272,18 +272,23 @@ pub struct Case {
     pub reuse: GradientReuse,
     /// S, ELBO draws per particle (1 for SVGD, ASVGD, OVI, MAP).
     pub draws: usize,
+    /// m, the particles of the Stein engines (the configuration's by default; OVI and MAP
+    /// have one).
+    pub m: usize,
 }
 
 impl Case {
-    /// A case with the configuration's defaults; `draws` overrides S for SMI and OVI.
+    /// A case with the configuration's defaults; `draws` overrides S for SMI and OVI,
+    /// `particles` m for the Stein engines (SMI, SVGD, ASVGD).
     ///
     /// # Errors
-    /// `per_pair` with a non-Stein method; zero draws.
+    /// `per_pair` or `particles` with a non-Stein method; zero draws or particles.
     pub fn new(
         config: Config,
         method: Method,
         reuse: GradientReuse,
         draws: Option<usize>,
+        particles: Option<usize>,
     ) -> Result<Case> {
         if reuse == GradientReuse::PerPair && !method.is_stein() {
             bail!(
@@ -306,11 +311,21 @@ impl Case {
         if draws == 0 {
             bail!("--draws must be at least 1");
         }
+        let m = match particles {
+            Some(_) if !method.is_stein() => bail!(
+                "--particles applies to the Stein engines (smi, svgd, asvgd); {} has one",
+                method.name()
+            ),
+            Some(0) => bail!("--particles must be at least 1"),
+            Some(m) => m,
+            None => config.particles(),
+        };
         Ok(Case {
             config,
             method,
             reuse,
             draws,
+            m,
         })
     }
 
@@ -325,6 +340,7 @@ impl Case {
                 method,
                 reuse,
                 draws,
+                m: Config::particles(config),
             })
         };
         push(Config::Mvn100, Smi, Shared, 100);
@@ -355,7 +371,7 @@ impl Case {
     /// m (1 for OVI and MAP).
     pub fn particles(&self) -> usize {
         if self.method.is_stein() {
-            self.config.particles()
+            self.m
         } else {
             1
         }
@@ -481,7 +497,7 @@ impl Case {
         let mut settings = self
             .method
             .preset(1000)
-            .with_particles(self.config.particles())
+            .with_particles(self.m)
             .with_batch_size(batch)
             .with_optimizer(bench_optimizer(self.method))
             .with_seed(SEED);
@@ -509,7 +525,7 @@ impl Case {
             Method::Smi => self.config.smi_draws(),
             _ => 1,
         };
-        (self.draws == default_draws).then_some(v)
+        (self.draws == default_draws && self.m == self.config.particles()).then_some(v)
     }
 
     /// The target for this line: a description and whether `ms` (and `gflops` against
