@@ -1,5 +1,6 @@
 //! `smi`: reproduce the ELBOing-Stein experiments, benchmark the engines, fit users' data.
 
+mod allocator;
 mod bench;
 mod data;
 mod report;
@@ -46,6 +47,7 @@ enum Command {
 }
 
 fn main() -> anyhow::Result<()> {
+    allocator::keep_step_blocks();
     let cli = Cli::parse();
     match cli.command {
         Command::Reproduce { experiment } => smi_experiments::run(experiment),
