@@ -143,7 +143,8 @@ fn check_args(args: &Args) -> Result<()> {
     Ok(())
 }
 
-/// Refuses a case whose model draws of one step (K × d values and their gradients) cannot fit
+/// Refuses a case whose model draws of one step (K × d values and their gradients) or whose
+/// kernel matrices (m × m: the squared distances, the weights and their derivatives) cannot fit
 /// in this machine's memory.
 fn check_memory(case: &Case, d: usize) -> Result<()> {
     let m = case.particles();
@@ -154,7 +155,7 @@ fn check_memory(case: &Case, d: usize) -> Result<()> {
     let mut b = smi_fit::limits::Budget::new();
     b.add(
         &format!("the model draws of one {} step", case.method.name()),
-        &format!("--draws {}", case.draws),
+        &format!("--particles {m}, --draws {}", case.draws),
         &[
             (groups, "groups"),
             (m, "particles"),
@@ -164,6 +165,18 @@ fn check_memory(case: &Case, d: usize) -> Result<()> {
             (8, "bytes"),
         ],
     );
+    if case.method.is_stein() {
+        b.add(
+            "the kernel's m × m matrices",
+            &format!("--particles {m}"),
+            &[
+                (m, "particles"),
+                (m, "particles"),
+                (4, "copies"),
+                (8, "bytes"),
+            ],
+        );
+    }
     b.check()
 }
 
@@ -510,6 +523,42 @@ mod tests {
         )
         .unwrap();
         assert_eq!(p.draws_per_step(), 20 * 20 * 100);
+    }
+
+    #[test]
+    fn particles_beyond_memory_are_refused_in_words() {
+        // 10⁶ SVGD particles of d = 10 401 (155 GiB of draws) and 10⁶ SMI particles of the
+        // 100-dimensional Normal with one draw each, whose draws fit (1.6 GB) but whose m × m
+        // kernel matrices (8 TB each) do not
+        let svgd = Case::new(
+            Config::Wave100,
+            Method::Svgd,
+            GradientReuse::Shared,
+            None,
+            Some(1_000_000),
+        )
+        .unwrap();
+        let e = check_memory(&svgd, 10_401).unwrap_err().to_string();
+        assert!(e.contains("--particles"), "{e}");
+        let smi = Case::new(
+            Config::Mvn100,
+            Method::Smi,
+            GradientReuse::Shared,
+            Some(1),
+            Some(1_000_000),
+        )
+        .unwrap();
+        let e = check_memory(&smi, 100).unwrap_err().to_string();
+        assert!(e.contains("m × m") && e.contains("--particles"), "{e}");
+        let fits = Case::new(
+            Config::Wave100,
+            Method::Svgd,
+            GradientReuse::Shared,
+            None,
+            Some(256),
+        )
+        .unwrap();
+        assert!(check_memory(&fits, 10_401).is_ok());
     }
 
     #[test]
