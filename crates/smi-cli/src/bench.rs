@@ -144,8 +144,10 @@ fn check_args(args: &Args) -> Result<()> {
 }
 
 /// Refuses a case whose model draws of one step (K × d values and their gradients) or whose
-/// kernel matrices (m × m: the squared distances, the weights and their derivatives) cannot fit
-/// in this machine's memory.
+/// kernel matrices cannot fit in this machine's memory. A step of the RBF kernel in norm mode
+/// holds two m × m matrices at a time (the squared distances and their square roots for the
+/// median; then the kernel values and the repulsion's weights; then the values and the
+/// attraction's packed copy); four are counted, leaving room for the allocator.
 fn check_memory(case: &Case, d: usize) -> Result<()> {
     let m = case.particles();
     let groups = match case.reuse {

@@ -124,7 +124,7 @@ impl Tiles {
                 s.copy_from_slice(&g.row(i)[start + c..start + c + TILE_W]);
             }
             for (t, w) in self.packed.chunks_exact(m * TILE_R).enumerate() {
-                let acc = attract_tile(w, &strip, m);
+                let acc = attract_tile(w, &strip);
                 for (r, a) in acc.iter().enumerate() {
                     outs[t * TILE_R + r][c..c + TILE_W].copy_from_slice(a);
                 }
@@ -143,9 +143,9 @@ crate::multiversion! {
     /// `w` the tile's packed weights (m × [`TILE_R`], [`Tiles`]) and `g` the columns' strip of
     /// ĝ (m × [`TILE_W`]): each sum from zero over i in order, one product and one addition
     /// per term, a zero weight skipped; in the CPU's widest vector build.
-    fn attract_tile(w: &[f64], g: &[f64], m: usize) -> [[f64; TILE_W]; TILE_R] {
+    fn attract_tile(w: &[f64], g: &[f64]) -> [[f64; TILE_W]; TILE_R] {
         let mut acc = [[0.0; TILE_W]; TILE_R];
-        for (w, gi) in w.chunks_exact(TILE_R).zip(g.chunks_exact(TILE_W)).take(m) {
+        for (w, gi) in w.chunks_exact(TILE_R).zip(g.chunks_exact(TILE_W)) {
             for (a, &w) in acc.iter_mut().zip(w) {
                 if w != 0.0 {
                     for (a, &v) in a.iter_mut().zip(gi) {
