@@ -12,6 +12,8 @@
 #
 # Logs and JSON lines go to $OUT (the device tool's folder) or target/gpu-run. Every stage
 # runs even when an earlier one fails; the exit status is that of the first failure.
+# Time limits in seconds (for a short device lease): TEST_TIMEOUT (300), BENCH_TIMEOUT per bench
+# line (120), NUMPYRO_TIMEOUT (420).
 set -uo pipefail
 cd "$(dirname "$0")/../.."
 bundle=target/gpu-bundle
@@ -59,7 +61,7 @@ export LD_LIBRARY_PATH="$libpath${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}"
 
 # 1. tests: the cuda module's, the GPU ones (ignored elsewhere) included; NVRTC must load
 echo "== tests" | tee -a "$out/summary.txt"
-SMI_EXPECT_NVRTC=1 timeout 300 "$bundle/smi_models_tests" cuda --include-ignored \
+SMI_EXPECT_NVRTC=1 timeout "${TEST_TIMEOUT:-300}" "$bundle/smi_models_tests" cuda --include-ignored \
     --test-threads 1 >"$out/tests.log" 2>&1 || fail "tests (see tests.log)"
 grep -E "^test |test result" "$out/tests.log" | tee -a "$out/summary.txt"
 
@@ -68,7 +70,7 @@ lines=("boston" "boston-1h" "mnist-1 --draws 55" "mnist-1 --draws 10")
 for device in cuda cpu; do
     for line in "${lines[@]}"; do
         # shellcheck disable=SC2086 # the line holds two words for mnist
-        timeout 120 "$bundle/smi" bench --method smi --device "$device" --config $line \
+        timeout "${BENCH_TIMEOUT:-120}" "$bundle/smi" bench --method smi --device "$device" --config $line \
             --warmup 5 --min-seconds 2 >>"$out/bench_$device.jsonl" 2>>"$out/bench.log" ||
             fail "smi bench --device $device --config $line (see bench.log)"
     done
@@ -76,7 +78,7 @@ done
 
 # 3. NumPyro on the same GPU (compile excluded)
 echo "== NumPyro" | tee -a "$out/summary.txt"
-timeout 420 "$py" python/bench/numpyro_gpu.py --steps 50 --repeat 3 \
+PYTHONUNBUFFERED=1 timeout "${NUMPYRO_TIMEOUT:-420}" "$py" python/bench/numpyro_gpu.py --steps 50 --repeat 3 \
     >"$out/numpyro_gpu.jsonl" 2>"$out/numpyro.log" || fail "numpyro_gpu.py (see numpyro.log)"
 
 # 4. one table

@@ -138,6 +138,31 @@ impl Gpu {
     }
 
     /// The stream every call of this GPU runs on.
+    /// Page-locked host memory of `len` values for copies to the GPU (write-combined: fast for
+    /// the host to write and the GPU to read, slow for the host to read).
+    pub(crate) fn pinned_upload<T: cudarc::driver::DeviceRepr>(
+        &self,
+        len: usize,
+        what: &str,
+    ) -> Result<cudarc::driver::PinnedHostSlice<T>> {
+        // SAFETY: the values are unset until written; callers write every value before a copy.
+        unsafe { self.ctx.alloc_pinned::<T>(len.max(1)) }
+            .ctx(&format!("allocating page-locked host memory for {what}"))
+    }
+
+    /// Page-locked host memory of `len` values for copies from the GPU (plain page-locked:
+    /// the host reads it at memory speed).
+    pub(crate) fn pinned_download<T: cudarc::driver::DeviceRepr>(
+        &self,
+        len: usize,
+        what: &str,
+    ) -> Result<cudarc::driver::PinnedHostSlice<T>> {
+        // SAFETY: the values are unset until a copy from the GPU fills them; callers read only
+        // after such a copy.
+        unsafe { self.ctx.alloc_pinned_with_flags::<T>(len.max(1), 0) }
+            .ctx(&format!("allocating page-locked host memory for {what}"))
+    }
+
     pub(crate) fn stream(&self) -> &Arc<CudaStream> {
         &self.stream
     }

@@ -103,7 +103,17 @@ impl<'a> CudaSteinVi<'a> {
 
     /// The ascent direction φ (flattened m×p), its norm and the ELBO estimate of one step's
     /// device output.
-    fn force(&self, state: &State, out: StepOutput, tau: f64) -> Result<(Vec<f64>, f64, f64)> {
+    ///
+    /// `gram` is the kernel on the step's particles, computed on the host while the GPU
+    /// worked. φ is formed by the core's one-pass [`smi::kernel::Weights::direction`] (blocks of
+    /// columns in parallel; the same bits as the attraction followed by the combination).
+    fn force(
+        &self,
+        out: StepOutput,
+        gram: smi::kernel::Gram,
+        m: usize,
+        tau: f64,
+    ) -> Result<(Vec<f64>, f64, f64)> {
         if let Some(bad) = out.logp.iter().position(|v| !v.is_finite()) {
             return Err(Error::non_finite(format!(
                 "model log density of draw {bad}"
@@ -117,17 +127,15 @@ impl<'a> CudaSteinVi<'a> {
             .map(|(lp, lq)| tau * lp - lq)
             .sum::<f64>()
             / k;
-        let gram = self.kernel.compute(&state.particles, &self.layout)?;
-        let mut phi = gram.weights.attract(&out.ghat);
-        let m = state.particles.rows() as f64;
+        let m = m as f64;
         let c_att = match self.settings.attraction {
             AttractionNorm::Paper => 1.0 / m,
             AttractionNorm::Numpyro => 1.0,
         };
         let c_rep = self.settings.repulsion_temperature / m;
-        for (f, r) in phi.as_mut_slice().iter_mut().zip(gram.repulsion.as_slice()) {
-            *f = c_att * *f + c_rep * r;
-        }
+        let phi = gram
+            .weights
+            .direction(&out.ghat, c_att, &gram.repulsion, c_rep);
         let loss = phi.frobenius_norm();
         Ok((phi.into_vec(), loss, elbo))
     }
@@ -182,21 +190,26 @@ impl Engine for CudaSteinVi<'_> {
             (None, _) => StepRows::All,
         };
         let tau = st.loss_temperature * st.schedule.value(state.step);
-        let out = {
-            let mut step = self
-                .step
-                .lock()
-                .map_err(|_| Error::Data("GPU step poisoned by an earlier panic".into()))?;
-            step.run(
-                &state.particles,
-                st.num_elbo_particles,
-                noise_seed,
-                step_rows,
-                st.jacobian,
-                tau,
-            )
-        };
-        let result = out.and_then(|o| self.force(state, o, tau));
+        // the kernel (host, particles only) while this thread waits for the GPU's ĝ
+        let (out, gram) = rayon::join(
+            || {
+                let mut step = self
+                    .step
+                    .lock()
+                    .map_err(|_| Error::Data("GPU step poisoned by an earlier panic".into()))?;
+                step.run(
+                    &state.particles,
+                    st.num_elbo_particles,
+                    noise_seed,
+                    step_rows,
+                    st.jacobian,
+                    tau,
+                )
+            },
+            || self.kernel.compute(&state.particles, &self.layout),
+        );
+        let m = state.particles.rows();
+        let result = out.and_then(|o| self.force(o, gram?, m, tau));
         smi::apply_ascent(state, &st.optimizer, st.on_non_finite, result)
     }
 
