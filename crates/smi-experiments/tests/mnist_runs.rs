@@ -50,6 +50,39 @@ fn resuming_from_the_final_checkpoint_keeps_the_final_loss() {
     smi_no_mnist_data,
     ignore = "needs MNIST: ../shared/data or `smi data fetch mnist`"
 )]
+fn a_unit_resumes_from_the_compressed_checkpoint_alone() {
+    let data = mnist();
+    let dir = map_run("mnist", &data);
+    let out = dir.path();
+    let first = recs(out, "mnist");
+    let state = out.join("checkpoints/mnist-1-map.json");
+    let gz = out.join("checkpoints/mnist-1-map.json.gz");
+    assert!(gz.is_file(), "every epoch writes the compressed copy");
+    // Another machine gets what a repository keeps: the records minus this unit's, the
+    // compressed state and the progress file, not the state itself.
+    std::fs::remove_file(&state).unwrap();
+    std::fs::remove_file(records::path(out, "mnist")).unwrap();
+    quick(out, &data, &["--methods", "map"]).unwrap();
+    let again = recs(out, "mnist");
+    assert_eq!(again.len(), 1);
+    assert!(state.is_file(), "the state is written back from its copy");
+    // Resumed at its last step, the unit trains nothing: its training time is the progress
+    // file's, to the bit (a unit started afresh would have measured its own).
+    for key in ["metrics.train_seconds", "metrics.final_loss"] {
+        assert_eq!(
+            records::num(&again[0], key),
+            records::num(&first[0], key),
+            "{key}: {:?}",
+            again[0]
+        );
+    }
+}
+
+#[test]
+#[cfg_attr(
+    smi_no_mnist_data,
+    ignore = "needs MNIST: ../shared/data or `smi data fetch mnist`"
+)]
 fn a_failed_record_does_not_mark_its_unit_done() {
     let data = mnist();
     let dir = map_run("mnist", &data);

@@ -9,7 +9,10 @@
 //! `<out>/checkpoints/mnist-<layers>-<method>.json` (the engine's [`State`]: particles,
 //! optimizer moments, RNG, step counter) next to `mnist-<layers>-<method>.progress.json` (epoch,
 //! shuffle position, training seconds so far, the training configuration); a rerun with the
-//! same training configuration continues from there.
+//! same training configuration continues from there. A gzipped copy of the state,
+//! `mnist-<layers>-<method>.json.gz`, is written beside it every epoch: with the progress file it
+//! is what a repository of records keeps (runs/README.md), and where the state itself is missing
+//! a rerun writes it back from the copy and continues.
 
 mod evaluate;
 use evaluate::{evaluate, METRICS};
@@ -157,8 +160,11 @@ over draws: Conf and Acc with sampled labels, NLL, Brier, the paper's unweighted
 
 Resuming: after every epoch the engine state is saved to \
 <out>/checkpoints/mnist-<layers>-<method>.json and the epoch, shuffle position and training time \
-to mnist-<layers>-<method>.progress.json; rerunning the same command continues an interrupted \
-unit from its last finished epoch (asking for more epochs continues a finished one). A unit \
+to mnist-<layers>-<method>.progress.json, with a gzipped copy of the state \
+(mnist-<layers>-<method>.json.gz); rerunning the same command continues an interrupted \
+unit from its last finished epoch (asking for more epochs continues a finished one), also on \
+another machine that has only the copy and the progress file (the state is written back from \
+the copy). A unit \
 whose record (layers, method, config) is already in <out>/mnist.jsonl is skipped. A unit whose \
 metrics are not finite is recorded with status \"failed\" and its reason: it does not count as \
 done (the next run retries it) and the report ignores it. Runs sharing one --out split the work: \
