@@ -10,10 +10,11 @@ use rand::{RngCore, SeedableRng};
 use rand_chacha::ChaCha8Rng;
 use serde_json::{json, Map, Value};
 use smi::metrics::{gaussian_log_lik, hdi_per_point, lppd, lppd_log_sum};
-use smi::{Init, Matrix, MethodSettings, NutsSettings, OptimizerSettings, RunSettings};
+use smi::{Init, Matrix, MethodSettings, NutsSettings, OptimizerSettings, Posterior, RunSettings};
 use smi_data::{WaveData, WavePhase, WaveSettings};
 use smi_models::{BnnRegression, Precision};
 
+use super::resumable::FitCheckpoint;
 use crate::cpu_time::CpuClock;
 use crate::progress::Bar;
 use crate::records;
@@ -376,9 +377,18 @@ pub fn method_settings(spec: &FitSpec) -> MethodSettings {
 /// labelled `label`, and returns the draws the paper predicts with: `spec.draws` mixture draws
 /// for SMI and OVI, the particles for SVGD/ASVGD/MAP, the posterior draws for NUTS.
 ///
+/// With `checkpoint`, a variational fit saves its state there as it goes and continues from
+/// a saved state of the same fit ([`super::resumable`]; the same bits as an uninterrupted fit).
+/// NUTS ignores it.
+///
 /// # Errors
 /// Settings, engine or sampling errors, with context naming the method.
-pub fn fit(problem: &Problem, spec: &FitSpec, label: &str) -> Result<Fitted> {
+pub fn fit(
+    problem: &Problem,
+    spec: &FitSpec,
+    label: &str,
+    checkpoint: Option<&FitCheckpoint>,
+) -> Result<Fitted> {
     let mut rng = ChaCha8Rng::seed_from_u64(spec.seed ^ 0x005e_ed0f_d2a5);
     let name = spec.method.name();
     let settings = method_settings(spec);
@@ -396,6 +406,18 @@ pub fn fit(problem: &Problem, spec: &FitSpec, label: &str) -> Result<Fitted> {
         _ => 50,
     };
     let mut bar = Bar::new(label, every);
+    if let (Some(ckpt), false) = (checkpoint, spec.method == Method::Nuts) {
+        let out = super::resumable::fit(model, &settings, spec.steps, ckpt, &mut bar, label)
+            .with_context(|| format!("{name} failed"))?;
+        return Ok(Fitted {
+            draws: Posterior::Mixture(out.posterior).predictive_draws(spec.draws, &mut rng)?,
+            seconds: out.seconds,
+            cpu_seconds: out.cpu_seconds,
+            steps: out.state.step,
+            skipped_steps: out.state.skipped_steps,
+            config: settings.to_json(),
+        });
+    }
     let cpu = CpuClock::start();
     let out = smi::fit(model, &settings, &RunSettings::steps(spec.steps), &mut bar)
         .with_context(|| format!("{name} failed"))?;

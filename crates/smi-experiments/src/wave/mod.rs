@@ -17,6 +17,7 @@ pub mod common;
 mod figure;
 pub mod recovery;
 mod recovery_partial;
+pub mod resumable;
 mod stamp;
 
 use std::collections::BTreeMap;
@@ -43,7 +44,10 @@ const BANDS: &str = "wave-bands";
     after_long_help = "Resuming: a unit (method × size × repeat) whose record is already \
 in <out>/wave.jsonl with the same seed, phase, predictive draws and engine settings (steps \
 included) is skipped, so rerunning a command after an interruption runs only the missing units, \
-and asking for more repeats or methods adds only those. Records: method, size, hidden, repeat, \
+and asking for more repeats or methods adds only those. A variational fit interrupted midway \
+continues from its state, saved every 1 000 steps to \
+<out>/checkpoints/wave-<size>-r<repeat>-s<seed>-<method>.json (removed when the fit ends; the \
+same bits as an uninterrupted fit); NUTS starts over. Records: method, size, hidden, repeat, \
 seed, master_seed, steps, seconds (fit, wall), cpu_seconds (fit, all threads), eval_seconds, \
 config (engine settings included), metrics."
 )]
@@ -196,7 +200,12 @@ pub fn run(args: &Args) -> Result<()> {
                     done.push(earlier.clone());
                     continue;
                 }
-                let fitted = fit(&problem, &spec, &label)
+                // saves the fit's state as it goes; a rerun after an interruption goes on
+                let ckpt = resumable::FitCheckpoint::in_folder(
+                    out,
+                    &format!("wave-{}-r{r}-s{seed}-{}", size.name(), method.name()),
+                );
+                let fitted = fit(&problem, &spec, &label, Some(&ckpt))
                     .with_context(|| format!("{label}: fitting failed"))?;
                 let eval = evaluate(&problem, &fitted.draws)
                     .with_context(|| format!("{label}: evaluation failed"))?;

@@ -56,7 +56,9 @@ interruption runs only the missing repeats, and asking for more repeats adds onl
 repeat seeds come from the master seed in order). A repeat interrupted midway resumes after its \
 last finished fit: each fit's LPPDs are kept in <out>/checkpoints/recovery-<size>-r<repeat>-s<seed>.json \
 until the repeat is recorded, and reused when their engine settings are this run's (the fits are \
-seeded, so the resumed repeat gives the same numbers); a fit interrupted midway starts over."
+seeded, so the resumed repeat gives the same numbers). A fit interrupted midway continues from \
+its state, saved every 1 000 steps to <out>/checkpoints/fit-<size>-r<repeat>-s<seed>-<method>-m<m>.json \
+(removed when the fit ends; the same bits as an uninterrupted fit)."
 )]
 pub struct Args {
     #[command(flatten)]
@@ -206,13 +208,20 @@ pub fn run(args: &Args) -> Result<()> {
                 partial_key(size, r, seed, args.problem.phase.name(), steps, draws, q);
             let mut partial = recovery_partial::load(&partial_path, &partial_key, &label);
             // a fit and its LPPDs, kept with the settings it was asked for
-            let fit_outcome = |method, m, label: &str, settings: &Value| -> Result<Outcome> {
-                let f = fit(&problem, &spec(method, m), label)
-                    .with_context(|| format!("{label}: fitting failed"))?;
-                let e = evaluate(&problem, &f.draws)
-                    .with_context(|| format!("{label}: evaluation failed"))?;
-                Ok(Outcome::new(&f, &e, settings))
-            };
+            let fit_outcome =
+                |method: Method, m, label: &str, settings: &Value| -> Result<Outcome> {
+                    // the fit's state as it goes, so an interrupted fit continues (an m = 256 SVGD
+                    // fit of the moderate net takes an hour or more)
+                    let ckpt = super::resumable::FitCheckpoint::in_folder(
+                        out,
+                        &format!("fit-{}-r{r}-s{seed}-{}-m{m}", size.name(), method.name()),
+                    );
+                    let f = fit(&problem, &spec(method, m), label, Some(&ckpt))
+                        .with_context(|| format!("{label}: fitting failed"))?;
+                    let e = evaluate(&problem, &f.draws)
+                        .with_context(|| format!("{label}: evaluation failed"))?;
+                    Ok(Outcome::new(&f, &e, settings))
+                };
             let smi = match partial.smi_with(&smi_settings) {
                 Some(done) => done.clone(),
                 None => {
