@@ -343,6 +343,13 @@ fn absurd_sizes_are_refused_before_allocating() {
             "--hidden 100000,100000,100000",
         ),
         ("--particles 1000000000", "--particles 1000000000"),
+        // a million particles' values fit in memory, the kernel's m × m matrices (32 TB) do
+        // not: refused in words, not an allocation abort
+        ("--particles 1000000", "the kernel's m × m matrices"),
+        (
+            "--method svgd --particles 1000000",
+            "the kernel's m × m matrices",
+        ),
         ("--elbo-draws 1000000000", "--elbo-draws 1000000000"),
         (
             "--method nuts --nuts-draws 100000000000",

@@ -48,6 +48,20 @@ pub(super) fn check_fit_memory(
                 &flags,
                 &[(m, "particles"), (p, "values"), (4, "copies"), (8, "bytes")],
             );
+            if matches!(method, Method::Smi | Method::Svgd | Method::Asvgd) {
+                // k(x_i, x_j), its gradient weights, the attraction's packed copy and one
+                // more: every Stein step holds these m × m matrices
+                b.add(
+                    "the kernel's m × m matrices",
+                    &format!("--particles {}", a.particles),
+                    &[
+                        (a.particles, "particles"),
+                        (a.particles, "particles"),
+                        (4, "copies"),
+                        (8, "bytes"),
+                    ],
+                );
+            }
             if method == Method::Smi {
                 b.add(
                     "the model draws of one step and their gradients",

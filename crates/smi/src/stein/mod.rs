@@ -57,8 +57,9 @@ impl<'a, M: LogDensity + ?Sized> SteinVi<'a, M> {
     /// # Errors
     /// [`Error::InvalidSettings`] from [`SteinSettings::validate`], when the batch size
     /// exceeds the model's data, when a step's buffers for this model (m×p particles, K×d
-    /// draws with K = m·S, the kernel's m×m×p gradients, …) would exceed the address space,
-    /// or (field `shared`) when a shared block is not a block of the model's layout or every
+    /// draws with K = m·S, the kernel's m×m×p gradients, …) would exceed the address space
+    /// or the kernel's m × m matrices cannot be allocated (field `num_particles`), or (field
+    /// `shared`) when a shared block is not a block of the model's layout or every
     /// block is shared.
     pub fn new(model: &'a M, settings: SteinSettings) -> Result<Self> {
         settings.validate()?;
@@ -339,5 +340,28 @@ fn check_sizes(d: usize, st: &SteinSettings) -> Result<()> {
             &[groups, m, s, b],
         )?;
     }
-    Ok(())
+    probe_kernel_matrices(m)
+}
+
+/// Refuses an `m` whose m × m kernel matrices (a step holds about four: k(x_i, x_j), its
+/// gradient weights, the attraction's packed copy, the squared distances) the allocator will
+/// not give, so that it is an error here rather than an allocation abort at the first step. A
+/// probe: the space is reserved and released at once, nothing is written. Where the system
+/// promises more memory than it has (Linux with `vm.overcommit_memory = 1`), a probe passes
+/// that the step may not; front ends that know the machine's memory check it themselves
+/// (`smi fit`, `smi bench`).
+fn probe_kernel_matrices(m: usize) -> Result<()> {
+    let values = m.checked_mul(m).and_then(|v| v.checked_mul(4));
+    let fits = values.is_some_and(|n| Vec::<f64>::new().try_reserve_exact(n).is_ok());
+    if fits {
+        Ok(())
+    } else {
+        Err(Error::invalid(
+            "num_particles",
+            format!(
+                "{m} particles: the kernel's m × m matrices (4 × {m} × {m} values of 8 bytes) \
+                 cannot be allocated; use fewer particles"
+            ),
+        ))
+    }
 }

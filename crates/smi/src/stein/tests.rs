@@ -294,3 +294,24 @@ fn svgd_presets_target_the_proper_density_and_numpyro_parity_does_not() {
     let parity = mean_u(SteinSettings::svgd_numpyro_parity());
     assert!(parity < proper - 1.5, "{parity} vs {proper}");
 }
+
+/// m = 10⁷ particles of a 2-d model: their values fit in memory (160 MB for the Normal guide),
+/// the kernel's m × m matrices (3.2 PB, beyond any address space) do not: the engine refuses
+/// m in words instead of aborting at the first step's allocation.
+#[test]
+fn particles_whose_kernel_matrices_cannot_be_allocated_are_refused() {
+    let mut s = SteinSettings::smi();
+    s.num_particles = 10_000_000;
+    match SteinVi::new(&Coupled, s) {
+        Err(Error::InvalidSettings { field, reason }) => {
+            assert_eq!(field, "num_particles");
+            assert!(reason.contains("m × m"), "{reason}");
+        }
+        Err(e) => panic!("another error: {e}"),
+        Ok(_) => panic!("10⁷ particles accepted"),
+    }
+    // an ordinary m passes the probe
+    let mut s = SteinSettings::smi();
+    s.num_particles = 2_000;
+    assert!(SteinVi::new(&Coupled, s).is_ok());
+}
