@@ -213,83 +213,89 @@ mod tests {
     use super::super::common::{method_settings, FitSpec, Method, PhaseArg, Problem, Size};
     use super::*;
 
-    /// SVGD with 4 particles on the low-size wave net, 60 steps, saved every 20.
-    fn setup() -> (Problem, MethodSettings) {
-        let problem = Problem::new(Size::Low, PhaseArg::Code).unwrap();
-        let spec = FitSpec {
-            method: Method::Svgd,
-            steps: 60,
-            particles: 4,
-            elbo_draws: 1,
-            draws: 10,
-            seed: 7,
-            nuts: smi::NutsSettings::numpyro(),
-        };
-        (problem, method_settings(&spec))
+    /// SVGD with 4 particles on the low-size wave net, 60 steps, saved every 20 to a file in
+    /// `dir`.
+    struct Case {
+        problem: Problem,
+        settings: MethodSettings,
+        ckpt: FitCheckpoint,
     }
 
-    /// The state after `steps` of the fit, saved at `ckpt` as an interrupted fit leaves it.
-    fn interrupted(problem: &Problem, settings: &MethodSettings, ckpt: &FitCheckpoint, steps: u64) {
-        let engine = settings.build(&problem.model).unwrap();
-        let run = RunSettings {
-            checkpoint: Some(ckpt.path.clone()),
-            checkpoint_every: ckpt.every,
-            ..RunSettings::steps(steps)
-        };
-        smi::run(
-            engine.as_ref(),
-            engine.init().unwrap(),
-            &run,
-            &mut smi::NoObserver,
-        )
-        .unwrap();
+    impl Case {
+        fn new(dir: &Path) -> Self {
+            std::fs::create_dir_all(dir.join("checkpoints")).unwrap();
+            let spec = FitSpec {
+                method: Method::Svgd,
+                steps: 60,
+                particles: 4,
+                elbo_draws: 1,
+                draws: 10,
+                seed: 7,
+                nuts: smi::NutsSettings::numpyro(),
+            };
+            Case {
+                problem: Problem::new(Size::Low, PhaseArg::Code).unwrap(),
+                settings: method_settings(&spec),
+                ckpt: FitCheckpoint {
+                    path: dir.join("checkpoints/f.json"),
+                    every: 20,
+                },
+            }
+        }
+
+        /// The whole fit through [`fit`], resuming what is saved.
+        fn fit(&self) -> Finished {
+            let p = &self.problem.model;
+            fit(p, &self.settings, 60, &self.ckpt, &mut smi::NoObserver, "t").unwrap()
+        }
+
+        /// Leaves the state of `settings` after `steps` saved, as an interrupted fit does.
+        fn interrupted(&self, settings: &MethodSettings, steps: u64) {
+            let engine = settings.build(&self.problem.model).unwrap();
+            let run = RunSettings {
+                checkpoint: Some(self.ckpt.path.clone()),
+                checkpoint_every: self.ckpt.every,
+                ..RunSettings::steps(steps)
+            };
+            let state = engine.init().unwrap();
+            smi::run(engine.as_ref(), state, &run, &mut smi::NoObserver).unwrap();
+        }
+
+        /// A sidecar as the interrupted fit's observer leaves it.
+        fn sidecar(&self, step: u64, seconds: f64, cpu: f64) {
+            let v = json!({"step": step, "seconds": seconds, "cpu_seconds": cpu});
+            std::fs::write(self.ckpt.sidecar(), serde_json::to_vec(&v).unwrap()).unwrap();
+        }
     }
 
     #[test]
     fn an_interrupted_fit_continues_to_the_same_bits() {
         let dir = tempfile::tempdir().unwrap();
-        let (problem, settings) = setup();
-        let ckpt = FitCheckpoint {
-            path: dir.path().join("checkpoints/f.json"),
-            every: 20,
-        };
-        let fit_once = || {
-            fit(
-                &problem.model,
-                &settings,
-                60,
-                &ckpt,
-                &mut smi::NoObserver,
-                "t",
-            )
-            .unwrap()
-        };
-        let whole = fit_once();
+        let c = Case::new(dir.path());
+        let whole = c.fit();
         assert_eq!(whole.state.step, 60);
-        assert!(
-            !ckpt.path.exists() && !ckpt.sidecar().exists(),
-            "a finished fit leaves nothing"
-        );
+        let gone = !c.ckpt.path.exists() && !c.ckpt.sidecar().exists();
+        assert!(gone, "a finished fit leaves nothing");
 
         // stopped at step 40 (its last save), then run again
-        interrupted(&problem, &settings, &ckpt, 40);
-        assert!(ckpt.path.is_file());
-        let resumed = fit_once();
+        c.interrupted(&c.settings, 40);
+        assert!(c.ckpt.path.is_file());
+        let resumed = c.fit();
         assert_eq!(resumed.state.step, 60);
         assert_eq!(
             resumed.state.particles.as_slice(),
             whole.state.particles.as_slice(),
             "the continued fit runs the same steps"
         );
-        assert!(!ckpt.path.exists());
+        assert!(!c.ckpt.path.exists());
 
         // the saved state is what the continuation starts from: move it and the end moves
-        interrupted(&problem, &settings, &ckpt, 40);
-        let engine = settings.build(&problem.model).unwrap();
-        let mut state = engine.load_state(&ckpt.path).unwrap();
+        c.interrupted(&c.settings, 40);
+        let engine = c.settings.build(&c.problem.model).unwrap();
+        let mut state = engine.load_state(&c.ckpt.path).unwrap();
         state.particles.as_mut_slice()[0] += 0.5;
-        state.save(&ckpt.path).unwrap();
-        let moved = fit_once();
+        state.save(&c.ckpt.path).unwrap();
+        let moved = c.fit();
         assert_ne!(
             moved.state.particles.as_slice(),
             whole.state.particles.as_slice()
@@ -299,91 +305,31 @@ mod tests {
     #[test]
     fn a_state_of_another_fit_is_not_resumed() {
         let dir = tempfile::tempdir().unwrap();
-        let (problem, settings) = setup();
-        let ckpt = FitCheckpoint {
-            path: dir.path().join("f.json"),
-            every: 20,
-        };
-        let whole = fit(
-            &problem.model,
-            &settings,
-            60,
-            &ckpt,
-            &mut smi::NoObserver,
-            "t",
-        )
-        .unwrap();
+        let c = Case::new(dir.path());
+        let whole = c.fit().state.particles;
         // another seed's state at the same path: refused by the engine, the fit starts afresh
-        let other = settings.clone().with_seed(8);
-        interrupted(&problem, &other, &ckpt, 40);
-        let again = fit(
-            &problem.model,
-            &settings,
-            60,
-            &ckpt,
-            &mut smi::NoObserver,
-            "t",
-        )
-        .unwrap();
-        assert_eq!(
-            again.state.particles.as_slice(),
-            whole.state.particles.as_slice()
-        );
+        c.interrupted(&c.settings.clone().with_seed(8), 40);
+        assert_eq!(c.fit().state.particles.as_slice(), whole.as_slice());
         // a torn file: the same
-        std::fs::write(&ckpt.path, b"{\"format\": ").unwrap();
-        let again = fit(
-            &problem.model,
-            &settings,
-            60,
-            &ckpt,
-            &mut smi::NoObserver,
-            "t",
-        )
-        .unwrap();
-        assert_eq!(
-            again.state.particles.as_slice(),
-            whole.state.particles.as_slice()
-        );
+        std::fs::write(&c.ckpt.path, b"{\"format\": ").unwrap();
+        assert_eq!(c.fit().state.particles.as_slice(), whole.as_slice());
     }
 
     #[test]
     fn the_seconds_of_the_pieces_add_up() {
         let dir = tempfile::tempdir().unwrap();
-        let (problem, settings) = setup();
-        let ckpt = FitCheckpoint {
-            path: dir.path().join("f.json"),
-            every: 20,
-        };
-        interrupted(&problem, &settings, &ckpt, 40);
-        // a sidecar as the interrupted fit's observer would have left it at step 40
-        let side = json!({"step": 40, "seconds": 1000.0, "cpu_seconds": 2000.0});
-        std::fs::write(ckpt.sidecar(), serde_json::to_vec(&side).unwrap()).unwrap();
-        let f = fit(
-            &problem.model,
-            &settings,
-            60,
-            &ckpt,
-            &mut smi::NoObserver,
-            "t",
-        )
-        .unwrap();
+        let c = Case::new(dir.path());
+        c.interrupted(&c.settings, 40);
+        c.sidecar(40, 1000.0, 2000.0);
+        let f = c.fit();
         assert!(f.seconds >= 1000.0 && f.seconds < 1100.0, "{}", f.seconds);
         if let Some(cpu) = f.cpu_seconds {
             assert!((2000.0..2100.0).contains(&cpu), "{cpu}");
         }
         // a sidecar of another step adds nothing
-        interrupted(&problem, &settings, &ckpt, 40);
-        let side = json!({"step": 20, "seconds": 1000.0, "cpu_seconds": 2000.0});
-        std::fs::write(ckpt.sidecar(), serde_json::to_vec(&side).unwrap()).unwrap();
-        let f = fit(
-            &problem.model,
-            &settings,
-            60,
-            &ckpt,
-            &mut smi::NoObserver,
-            "t",
-        )
-        .unwrap();
+        c.interrupted(&c.settings, 40);
+        c.sidecar(20, 1000.0, 2000.0);
+        let f = c.fit();
         assert!(f.seconds < 1000.0, "{}", f.seconds);
     }
 }
