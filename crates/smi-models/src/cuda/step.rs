@@ -164,8 +164,9 @@ impl CudaStep {
         let (Some(b), Some(rb)) = (self.buffers.as_mut(), self.rows.as_ref()) else {
             return Err(CudaError::Unsupported("internal: no step buffers".into()).into());
         };
-        // the copies go through page-locked buffers: from pageable memory the driver stages
-        // them itself, which cost ≈ 6 ms of an MNIST step (m×2d = 795 100 values) on an H200
+        // the copies go through page-locked buffers (from pageable memory the driver stages
+        // each copy itself): on an H200 with 2 host threads an MNIST step (m×2d = 795 100
+        // values each way) went from 9.0 to 7.4 ms, with 16 threads no change was measurable
         let staged = b
             .host_parts
             .as_mut_slice()
