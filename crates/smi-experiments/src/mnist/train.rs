@@ -46,12 +46,12 @@ fn write_compressed(ckpt: &Path) -> smi::Result<()> {
 }
 
 /// Where the state `ckpt` is missing and its compressed copy is present (a unit carried to
-/// another machine by its records), writes the state back from the copy; returns whether it
-/// did. An unreadable copy is reported and left alone (the unit then starts afresh).
-fn restore_compressed(ckpt: &Path, label: &str) -> bool {
+/// another machine by its records), writes the state back from the copy.
+/// An unreadable copy is reported and left alone (the unit then starts afresh).
+fn restore_compressed(ckpt: &Path, label: &str) {
     let gz = compressed_path(ckpt);
     if ckpt.exists() || !gz.is_file() {
-        return false;
+        return;
     }
     let restored = std::fs::File::open(&gz).and_then(|f| {
         let mut bytes = Vec::new();
@@ -59,14 +59,8 @@ fn restore_compressed(ckpt: &Path, label: &str) -> bool {
         records::write_atomic(ckpt, &bytes)
     });
     match restored {
-        Ok(()) => {
-            eprintln!("{label}: restored {} from {}", ckpt.display(), gz.display());
-            true
-        }
-        Err(e) => {
-            eprintln!("{label}: cannot restore from {} ({e})", gz.display());
-            false
-        }
+        Ok(()) => eprintln!("{label}: restored {} from {}", ckpt.display(), gz.display()),
+        Err(e) => eprintln!("{label}: cannot restore from {} ({e})", gz.display()),
     }
 }
 

@@ -33,7 +33,9 @@ pub struct FitCheckpoint {
 
 impl FitCheckpoint {
     /// Steps between saves of the wave experiments' fits: at the moderate size an SVGD step at
-    /// m = 256 takes ≈ 0.1 s, so a save (≈ 1–2 s for its 8 million numbers) costs about 1 %.
+    /// m = 256 took 121–138 ms on 2 threads (BENCHMARKS.md, sixth part), so an interruption
+    /// loses at most about two minutes of such a fit. The cost of a save at that size was not
+    /// measured.
     pub const EVERY: u64 = 1_000;
 
     /// The checkpoint `<out>/checkpoints/<name>.json`, saved every [`FitCheckpoint::EVERY`] steps.
@@ -111,7 +113,7 @@ struct Saver<'a> {
     carried_cpu: Option<f64>,
     wall: std::time::Instant,
     cpu: CpuClock,
-    /// The first error writing the sidecar (reported once; the fit goes on).
+    /// Whether a failure to write the sidecar was reported (once; the fit goes on).
     warned: bool,
 }
 
