@@ -5,6 +5,7 @@
 
 use rand::RngCore;
 use rand_distr::{Distribution, StandardNormal};
+use std::sync::Arc;
 
 use crate::mlp::softmax::{categorical_log_lik, exp_in_place};
 use crate::mlp::{check_finite_rows, Activation, Head, Mlp, MlpFloat, Precision};
@@ -25,7 +26,8 @@ use smi::{Error, Result};
 #[derive(Clone, Debug)]
 pub struct BnnClassifier {
     mlp: Mlp,
-    x: Matrix,
+    /// The inputs, shared with the network's workspaces (see [`Mlp::log_density_and_grad`]).
+    x: Arc<Matrix>,
     labels: Vec<usize>,
     prior_scale: f64,
     precision: Precision,
@@ -99,7 +101,7 @@ impl BnnClassifier {
         }
         Ok(BnnClassifier {
             mlp,
-            x,
+            x: Arc::new(x),
             labels,
             prior_scale: 1.0,
             precision: Precision::F32,

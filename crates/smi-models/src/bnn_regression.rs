@@ -8,6 +8,7 @@ use rand::RngCore;
 use rand_distr::{Distribution, Gamma, StandardNormal};
 use serde::{Deserialize, Serialize};
 use statrs::function::gamma::ln_gamma;
+use std::sync::Arc;
 
 use crate::mlp::{check_finite_rows, Activation, Head, Mlp, MlpFloat, Precision, LN_SQRT_2PI};
 use smi::Batch;
@@ -80,7 +81,8 @@ pub struct RegressionPrediction {
 #[derive(Clone, Debug)]
 pub struct BnnRegression {
     mlp: Mlp,
-    x: Matrix,
+    /// The inputs, shared with the network's workspaces (see [`Mlp::log_density_and_grad`]).
+    x: Arc<Matrix>,
     y: Vec<f64>,
     noise: Noise,
     prior_scale: f64,
@@ -184,7 +186,7 @@ impl BnnRegression {
         noise.validate()?;
         Ok(BnnRegression {
             mlp,
-            x,
+            x: Arc::new(x),
             y,
             noise,
             prior_scale: 1.0,

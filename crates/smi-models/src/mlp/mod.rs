@@ -14,6 +14,7 @@
 
 use std::any::Any;
 use std::cell::RefCell;
+use std::sync::{Arc, Weak};
 
 use rayon::prelude::*;
 use serde::{Deserialize, Serialize};
@@ -111,6 +112,29 @@ struct Workspace<T> {
     delta_prev: Vec<T>,
     /// n ones, for the bias gradients.
     ones: Vec<T>,
+    /// Which inputs `acts[0]` holds, when they are rows shared by every draw of a call
+    /// (`None` when unknown): a later call on the same rows of the same matrix skips the copy.
+    inputs: Option<Filled>,
+}
+
+/// The rows of an inputs matrix a workspace's `acts[0]` holds.
+///
+/// The matrix is named by a weak reference to its `Arc`: while the reference lives, its
+/// allocation is not given to another `Arc` and the matrix cannot be changed in place
+/// (`Arc::get_mut` refuses while a weak reference exists, `Arc::make_mut` moves the value to a
+/// new allocation), so a live `Arc` at the same address is the same, unchanged matrix.
+struct Filled {
+    /// The matrix.
+    x: Weak<Matrix>,
+    /// Its rows, in order (`None`: all of them).
+    rows: Option<Vec<usize>>,
+}
+
+impl Filled {
+    /// Whether these are the rows `rows` of `x`.
+    fn is(&self, x: &Arc<Matrix>, rows: Option<&[usize]>) -> bool {
+        std::ptr::eq(self.x.as_ptr(), Arc::as_ptr(x)) && self.rows.as_deref() == rows
+    }
 }
 
 impl Mlp {
@@ -205,6 +229,7 @@ impl Mlp {
                 delta: Vec::new(),
                 delta_prev: Vec::new(),
                 ones: Vec::new(),
+                inputs: None,
             })
         });
         let w = self.widest();
@@ -431,6 +456,7 @@ impl Mlp {
             .for_each(|(th, o)| {
                 let mut ws = self.workspace::<T>(n);
                 fill_inputs(&mut ws.acts[0], x, None);
+                ws.inputs = None;
                 for (t, ok) in th.chunks_exact(dim).zip(o.chunks_exact_mut(per)) {
                     for (w, &v) in ws.w.iter_mut().zip(t) {
                         *w = T::of_f64(v);
@@ -453,6 +479,11 @@ impl Mlp {
     /// prior of the weights + what `head` returns (its `scale`d log-likelihood and the terms of
     /// the extra parameters). The network runs in precision `T`; sums are in `f64`.
     ///
+    /// `x` is shared (`Arc`) so that the inputs of rows shared by all draws
+    /// ([`Rows::All`], [`Rows::Shared`]) are copied into the network's precision once per thread
+    /// and kept for the next call on the same rows of the same `x` (an SMI step calls the model
+    /// once per small block of draws, all on one mini-batch).
+    ///
     /// # Errors
     /// [`Error::Shape`] for inconsistent buffers (see [`check_shapes`]) or a wrong input width;
     /// [`Error::Data`] when a batch row is out of range; [`Error::InvalidSettings`] for a
@@ -462,7 +493,7 @@ impl Mlp {
         &self,
         theta: &[f64],
         dim: usize,
-        x: &Matrix,
+        x: &Arc<Matrix>,
         batch: &Batch,
         prior_scale: f64,
         head: &H,
@@ -499,7 +530,13 @@ impl Mlp {
             .enumerate()
             .for_each(|(c, ((th, gr), lp))| {
                 let mut ws = self.workspace::<T>(max_rows);
-                let mut filled = false;
+                // rows shared by every draw: already in the workspace when an earlier call
+                // (e.g. the previous sub-block of an SMI step) copied the same rows of x
+                let mut filled = shared_rows
+                    && ws
+                        .inputs
+                        .as_ref()
+                        .is_some_and(|f| f.is(x, batch.rows_for_draw(c * chunk)));
                 for (j, ((t, g), l)) in th
                     .chunks_exact(dim)
                     .zip(gr.chunks_exact_mut(dim))
@@ -511,6 +548,10 @@ impl Mlp {
                     if !(shared_rows && filled) {
                         fill_inputs(&mut ws.acts[0], x, rows);
                         filled = true;
+                        ws.inputs = shared_rows.then(|| Filled {
+                            x: Arc::downgrade(x),
+                            rows: rows.map(<[usize]>::to_vec),
+                        });
                     }
                     let ss = convert_and_sum_sq(&mut ws.w, &t[..nw]);
                     g[nw..].iter_mut().for_each(|v| *v = 0.0);
