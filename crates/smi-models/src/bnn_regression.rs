@@ -660,4 +660,51 @@ mod tests {
         assert!((sp / n as f64 - 10.0).abs() < 0.8);
         assert!(m.sample_prior(&mut rng, &mut out[..2]).is_err());
     }
+
+    /// The inputs a call keeps for the next call on the same rows are never handed to another
+    /// model's call: two models of the same shape on the same shared rows, evaluated one after
+    /// the other on one thread (and the first again), each give what they give alone.
+    #[test]
+    fn kept_inputs_belong_to_their_own_model() {
+        let (d, k) = (Mlp::new(&[3, 4, 1], Activation::Tanh).unwrap().dim() + 1, 2);
+        let model = |seed| {
+            let (x, y) = data(12, 3, seed);
+            let mlp = Mlp::new(&[3, 4, 1], Activation::Tanh).unwrap();
+            BnnRegression::new(mlp, x, y, Noise::uci()).unwrap()
+        };
+        let (a, b) = (model(1), model(2));
+        let theta = random_theta(k, d, 3);
+        let eval = |m: &BnnRegression, batch: &Batch| {
+            let (mut lp, mut g) = (vec![0.0; k], vec![0.0; k * d]);
+            m.log_density_and_grad(&theta, batch, &mut lp, &mut g)
+                .unwrap();
+            (lp, g)
+        };
+        // a pool of one new thread: every call below on it runs there, with that thread's
+        // workspaces (and none kept from elsewhere)
+        let one_thread = || {
+            rayon::ThreadPoolBuilder::new()
+                .num_threads(1)
+                .build()
+                .unwrap()
+        };
+        let rows = Batch::shared(vec![7, 2, 5, 5, 0], 12);
+        let other = Batch::shared(vec![1, 2, 3, 4, 6], 12);
+        let alone_b = one_thread().install(|| eval(&b, &rows));
+        let alone_other = one_thread().install(|| eval(&a, &other));
+        let (first_a, then_b, again_a, a_other) = one_thread().install(|| {
+            (
+                eval(&a, &rows),
+                eval(&b, &rows),
+                eval(&a, &rows),
+                eval(&a, &other),
+            )
+        });
+        assert_eq!(then_b, alone_b);
+        assert_eq!(again_a, first_a);
+        assert_eq!(a_other, alone_other);
+        // the cases differ, so a stale copy would show
+        assert_ne!(then_b.0, first_a.0);
+        assert_ne!(a_other.0, first_a.0);
+    }
 }
