@@ -278,7 +278,9 @@ mod tests {
         ] {
             let mlp = Mlp::new(sizes, act).unwrap();
             let d = mlp.dim();
-            let x = Matrix::from_fn(big_n, sizes[0], |_, _| rng.random_range(-1.0..1.0));
+            let x = std::sync::Arc::new(Matrix::from_fn(big_n, sizes[0], |_, _| {
+                rng.random_range(-1.0..1.0)
+            }));
             let theta: Vec<f64> = (0..k * d).map(|_| rng.random_range(-0.8..0.8)).collect();
             let theta32: Vec<f32> = theta.iter().map(|&v| v as f32).collect();
             for shared in [false, true] {
