@@ -116,7 +116,8 @@ mod tests {
     #[test]
     fn all_transpose_combinations_match_naive() {
         // (3, 4, 5) goes to faer; the others take the thin path (a dimension of 1), including
-        // k = 0 and lengths that are not multiples of the dot product's 16 partial sums.
+        // k = 0, lengths that are not multiples of the dot product's 16 partial sums and rows
+        // of 59 = 32 + 16 + 8 + 3 columns (every block width of the row sums).
         for (m, k, n) in [
             (3, 4, 5),
             (1, 1, 1),
@@ -124,7 +125,9 @@ mod tests {
             (40, 1, 100),
             (40, 100, 1),
             (1, 40, 100),
+            (1, 40, 59),
             (100, 40, 1),
+            (59, 40, 1),
             (1, 3, 7),
             (6, 1, 1),
             (1, 1, 6),

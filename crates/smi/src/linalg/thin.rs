@@ -83,9 +83,12 @@ crate::multiversion! {
 
 /// c ← (accumulate ? c : 0) + Σ_l alpha·w_l·(row l), every row of length `c.len()`.
 ///
-/// Column blocks of 32 stay in registers while all rows stream through, so each input value is
-/// loaded once and c is written once per block (an axpy per row would reload and store c for
-/// every row).
+/// Column blocks of 32, then of 16, 8 and 1 for the rest, stay in registers while all rows
+/// stream through, so each input value is loaded once and c is written once per block (an axpy
+/// per row would reload and store c for every row). Every block is of a fixed width, so that
+/// its sums vectorise and stay in registers (a last block of, e.g., 18 columns summed in a
+/// loop of variable length went through memory row by row: 5–6 % of a UCI SMI step). Each
+/// column's sum runs over the rows in order whatever its block.
 #[inline(always)]
 fn accumulate_rows<'a, T: Real>(
     c: &mut [T],
@@ -94,37 +97,51 @@ fn accumulate_rows<'a, T: Real>(
     alpha: T,
     accumulate: bool,
 ) {
-    const B: usize = 32;
     let n = c.len();
     let mut start = 0;
+    while n - start >= 32 {
+        accumulate_block::<T, 32>(c, rows.clone(), w, alpha, accumulate, start);
+        start += 32;
+    }
+    if n - start >= 16 {
+        accumulate_block::<T, 16>(c, rows.clone(), w, alpha, accumulate, start);
+        start += 16;
+    }
+    if n - start >= 8 {
+        accumulate_block::<T, 8>(c, rows.clone(), w, alpha, accumulate, start);
+        start += 8;
+    }
     while start < n {
-        let width = B.min(n - start);
-        let mut acc = [T::default(); B];
-        if width == B {
-            for (row, &wl) in rows.clone().zip(w) {
-                let s = alpha * wl;
-                let r = &row[start..start + B];
-                for t in 0..B {
-                    acc[t] = acc[t] + s * r[t];
-                }
-            }
-        } else {
-            for (row, &wl) in rows.clone().zip(w) {
-                let s = alpha * wl;
-                for (a, &v) in acc[..width].iter_mut().zip(&row[start..start + width]) {
-                    *a = *a + s * v;
-                }
-            }
+        accumulate_block::<T, 1>(c, rows.clone(), w, alpha, accumulate, start);
+        start += 1;
+    }
+}
+
+/// [`accumulate_rows`] on the `B` columns from `start` (`start + B ≤ c.len()`).
+#[inline(always)]
+fn accumulate_block<'a, T: Real, const B: usize>(
+    c: &mut [T],
+    rows: impl Iterator<Item = &'a [T]>,
+    w: &[T],
+    alpha: T,
+    accumulate: bool,
+    start: usize,
+) {
+    let mut acc = [T::default(); B];
+    for (row, &wl) in rows.zip(w) {
+        let s = alpha * wl;
+        let r = &row[start..start + B];
+        for t in 0..B {
+            acc[t] = acc[t] + s * r[t];
         }
-        let out = &mut c[start..start + width];
-        if accumulate {
-            for (o, &a) in out.iter_mut().zip(&acc[..width]) {
-                *o = *o + a;
-            }
-        } else {
-            out.copy_from_slice(&acc[..width]);
+    }
+    let out = &mut c[start..start + B];
+    if accumulate {
+        for (o, &a) in out.iter_mut().zip(&acc) {
+            *o = *o + a;
         }
-        start += width;
+    } else {
+        out.copy_from_slice(&acc);
     }
 }
 
