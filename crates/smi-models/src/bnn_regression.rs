@@ -446,8 +446,9 @@ mod tests {
         let k = 3;
         // [3, 6, 5, 1]: products and the fused single-output layer; [1, 40, 1]: the fused
         // one-input/one-output pass (40 columns = a full block of 32 and a ragged one);
-        // [1, 7, 3, 1]: the fused one-input first layer below a product layer.
-        for sizes in [&[3, 6, 5, 1][..], &[1, 40, 1], &[1, 7, 3, 1]] {
+        // [1, 7, 3, 1]: the fused one-input first layer below a product layer; [2, 59, 1]: the
+        // single-output layer's column blocks of every width (59 = 32 + 16 + 8 + 3).
+        for sizes in [&[3, 6, 5, 1][..], &[1, 40, 1], &[1, 7, 3, 1], &[2, 59, 1]] {
             for act in [Activation::Tanh, Activation::Relu] {
                 for noise in [Noise::Fixed(0.3), Noise::uci()] {
                     check_architecture(sizes, act, noise, k);

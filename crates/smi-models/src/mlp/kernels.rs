@@ -347,7 +347,10 @@ smi::multiversion! {
 }
 
 /// The loop of [`MlpFloat::backward_single_output`]; act′(a) = 1 − a² (`TANH`) or [a > 0].
-/// Columns go in blocks of 32 whose `gw` sums stay in registers while the rows stream through.
+/// Columns go in blocks of 32, then of 16, 8 and 1 for the rest, whose `gw` sums stay in
+/// registers while the rows stream through (fixed widths, so that a last block of, e.g., 18
+/// columns is not summed through memory row by row; each column's sum runs over the rows in
+/// order whatever its block).
 #[inline(always)]
 fn single_output<T: MlpFloat, const TANH: bool>(
     a: &[T],
@@ -356,35 +359,60 @@ fn single_output<T: MlpFloat, const TANH: bool>(
     gw: &mut [T],
     delta_prev: &mut [T],
 ) {
-    const B: usize = 32;
     let h = w.len();
     let mut start = 0;
-    while start < h {
-        let width = B.min(h - start);
-        let mut acc = [T::ZERO; B];
-        let wb = &w[start..start + width];
-        for ((ar, dr), &d) in a
-            .chunks_exact(h)
-            .zip(delta_prev.chunks_exact_mut(h))
-            .zip(delta)
-        {
-            let ar = &ar[start..start + width];
-            let dr = &mut dr[start..start + width];
-            for (((acc, &av), dp), &wv) in acc.iter_mut().zip(ar).zip(dr.iter_mut()).zip(wb) {
-                *acc += d * av;
-                let deriv = if TANH {
-                    T::ONE - av * av
-                } else if av > T::ZERO {
-                    T::ONE
-                } else {
-                    T::ZERO
-                };
-                *dp = d * wv * deriv;
-            }
-        }
-        gw[start..start + width].copy_from_slice(&acc[..width]);
-        start += width;
+    while h - start >= 32 {
+        single_output_block::<T, TANH, 32>(a, delta, w, gw, delta_prev, start);
+        start += 32;
     }
+    if h - start >= 16 {
+        single_output_block::<T, TANH, 16>(a, delta, w, gw, delta_prev, start);
+        start += 16;
+    }
+    if h - start >= 8 {
+        single_output_block::<T, TANH, 8>(a, delta, w, gw, delta_prev, start);
+        start += 8;
+    }
+    while start < h {
+        single_output_block::<T, TANH, 1>(a, delta, w, gw, delta_prev, start);
+        start += 1;
+    }
+}
+
+/// [`single_output`] on the `B` columns from `start` (`start + B ≤ w.len()`).
+#[inline(always)]
+fn single_output_block<T: MlpFloat, const TANH: bool, const B: usize>(
+    a: &[T],
+    delta: &[T],
+    w: &[T],
+    gw: &mut [T],
+    delta_prev: &mut [T],
+    start: usize,
+) {
+    let h = w.len();
+    let mut acc = [T::ZERO; B];
+    let wb = &w[start..start + B];
+    for ((ar, dr), &d) in a
+        .chunks_exact(h)
+        .zip(delta_prev.chunks_exact_mut(h))
+        .zip(delta)
+    {
+        let ar = &ar[start..start + B];
+        let dr = &mut dr[start..start + B];
+        for t in 0..B {
+            let av = ar[t];
+            acc[t] += d * av;
+            let deriv = if TANH {
+                T::ONE - av * av
+            } else if av > T::ZERO {
+                T::ONE
+            } else {
+                T::ZERO
+            };
+            dr[t] = d * wb[t] * deriv;
+        }
+    }
+    gw[start..start + B].copy_from_slice(&acc);
 }
 
 /// tanh(x + bias) with [`tanh_f32`] over rows of `bias.len()` values (vectorised by the
