@@ -20,8 +20,8 @@ const BLOCK: usize = 512;
 /// gradient is computed alone, so this changes no value. Narrower than pass 1's blocks because
 /// pass 2 streams more through the cache per column (∇log p and ε of each row, the pull-back's
 /// sums): measured with `perf record` on `smi bench --method smi --threads 2` (this file's
-/// pass 2 as a share of the step), MNIST S = 55: 15.0–15.6 % at 512 columns, 13.8 % at 256,
-/// 12.7–13.2 % at 128; boston: 9.4 % at 512, 8.4–8.5 % at 256 and 128.
+/// pass 2 as a share of the step, several runs each), MNIST S = 55: 15.0–15.6 % at 512 columns,
+/// 13.8 % at 256, 12.7–13.2 % at 128; boston: no change beyond the measure's noise (±0.5 %).
 const GRADIENT_BLOCK: usize = 128;
 
 /// Independent partial sums per row within a block (vectorised: two AVX-512 or four AVX2
@@ -421,7 +421,7 @@ fn gradient_blocks_impl<const G: usize>(
         // rows in pairs, as in pass 1; each column's rows reach the sink in order
         for r in (0..n).step_by(2) {
             // the next pair's rows on this block, on their way while this pair is computed
-            // (MNIST, the same measure as GRADIENT_BLOCK's: 12.7–13.2 % → 11.8–12.1 %)
+            // (MNIST, measured as GRADIENT_BLOCK was, three runs each: 12.7–13.1 % → 12.2–12.4 %)
             for next in r + 2..r + 4 {
                 rows.prefetch(d, next, &cols);
                 sink.prefetch(d, next, &cols);
