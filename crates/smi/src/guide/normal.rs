@@ -224,6 +224,32 @@ pub(crate) fn pull_back_row<E: Copy + Into<f64>>(
     }
 }
 
+/// [`pull_back_row`] for the first row of sums that hold nothing yet: writes δ to `dloc` and
+/// δ·ε to `drho` instead of adding them to zeros (the same values, except that a direction of
+/// −0 is kept as −0 where 0 + (−0) gives +0; the sums it starts are only ever added to a +0,
+/// so no result differs).
+#[inline(always)]
+pub(crate) fn pull_back_first_row<E: Copy + Into<f64>>(
+    tau: f64,
+    grad: &[f64],
+    gradq: &[f64],
+    eps: &[E],
+    dloc: &mut [f64],
+    drho: &mut [f64],
+) {
+    for ((((dl, dr), &gv), &qv), &ev) in dloc
+        .iter_mut()
+        .zip(drho.iter_mut())
+        .zip(grad)
+        .zip(gradq)
+        .zip(eps)
+    {
+        let delta = tau * gv - qv;
+        *dl = delta;
+        *dr = delta * ev.into();
+    }
+}
+
 /// The last step of [`pullback`] on the sums of [`accumulate_directions`] over `s_count` draws:
 /// ∂/∂loc = sum/S, ∂/∂ρ = sum·sigmoid(ρ)/S (`rho` the particle's ρ of these columns).
 pub(crate) fn finish_pullback(rho: &[f64], s_count: f64, loc_out: &mut [f64], rho_out: &mut [f64]) {

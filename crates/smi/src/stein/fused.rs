@@ -213,7 +213,8 @@ pub(crate) fn elbo_gradients_normal<M: LogDensity + ?Sized>(
         .try_for_each(|(blk, rows, lp, lq, pt)| {
             let i = blk % m;
             let loc = &particles.row(i)[..d];
-            pt.fill(0.0);
+            // the chunk's partial sums: written by its first row's pull-back (`fresh`), not
+            // zeroed first (MNIST: 1.3 MB a chunk, 1.5–1.9 % of the step in memset)
             let (dloc, drho) = pt.split_at_mut(d);
             // a set of the thread's buffers, taken (not borrowed: the model's own parallel work
             // may run another task on this thread meanwhile, which takes another) and put back
@@ -282,6 +283,7 @@ pub(crate) fn elbo_gradients_normal<M: LogDensity + ?Sized>(
                     lq,
                     dloc,
                     drho,
+                    true,
                 );
             } else {
                 let e: &[f64] = match noise {
@@ -296,6 +298,7 @@ pub(crate) fn elbo_gradients_normal<M: LogDensity + ?Sized>(
                     lq,
                     dloc,
                     drho,
+                    true,
                 );
             }
             BLOCK_SCRATCH.with(|c| {

@@ -10,7 +10,7 @@
 use std::ops::Range;
 
 use super::MixtureCoeffs;
-use crate::guide::normal::pull_back_row;
+use crate::guide::normal::{pull_back_first_row, pull_back_row};
 
 /// Columns of a block: the block's h and b of m = 5 particles are 40 KB (L1/L2), of m = 20
 /// 160 KB (L2). A multiple of [`LANES`].
@@ -208,13 +208,15 @@ unsafe fn gradient_blocks_avx2(k: &MixtureCoeffs, rows: Rows<'_>, w: &[f64], sin
 pub(super) enum Sink<'a> {
     /// Stored: the n×d gradient.
     Store(&'a mut [f64]),
-    /// Pulled back at once (τ·∇log p − ∇log q into the loc and ρ sums of length d).
+    /// Pulled back at once (τ·∇log p − ∇log q into the loc and ρ sums of length d; with
+    /// `fresh`, the sums hold nothing yet and row 0 writes them).
     Pullback {
         eps: Eps<'a>,
         grad: &'a [f64],
         tau: f64,
         dloc: &'a mut [f64],
         drho: &'a mut [f64],
+        fresh: bool,
     },
 }
 
@@ -244,24 +246,20 @@ impl Sink<'_> {
                 tau,
                 dloc,
                 drho,
-            } => match eps {
-                Eps::F64(e) => pull_back_row(
-                    *tau,
+                fresh,
+            } => {
+                let (g, dl, dr) = (
                     &grad[row.clone()],
-                    q,
-                    &e[row],
                     &mut dloc[cols.clone()],
                     &mut drho[cols.clone()],
-                ),
-                Eps::F32(e) => pull_back_row(
-                    *tau,
-                    &grad[row.clone()],
-                    q,
-                    &e[row],
-                    &mut dloc[cols.clone()],
-                    &mut drho[cols.clone()],
-                ),
-            },
+                );
+                match (eps, *fresh && r == 0) {
+                    (Eps::F64(e), false) => pull_back_row(*tau, g, q, &e[row], dl, dr),
+                    (Eps::F64(e), true) => pull_back_first_row(*tau, g, q, &e[row], dl, dr),
+                    (Eps::F32(e), false) => pull_back_row(*tau, g, q, &e[row], dl, dr),
+                    (Eps::F32(e), true) => pull_back_first_row(*tau, g, q, &e[row], dl, dr),
+                }
+            }
         }
     }
 }

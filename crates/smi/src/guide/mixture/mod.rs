@@ -171,7 +171,9 @@ impl MixtureCoeffs {
     /// δ_r = τ·`grad`_r − ∇log q_mix(θ_r) pulled back without storing ∇log q_mix: adds
     /// Σ_r δ_r to `dloc` and Σ_r δ_r ⊙ `eps`_r to `drho` (length d each; `grad` and `eps` n×d),
     /// each column's rows in order. The same values as [`MixtureCoeffs::rows`] followed by
-    /// [`super::normal::accumulate_directions`] over all d columns, bit for bit.
+    /// [`super::normal::accumulate_directions`] over all d columns, bit for bit. With `fresh`,
+    /// `dloc` and `drho` hold nothing on entry (any values) and receive the sums alone, as if
+    /// they had been zeros.
     #[allow(clippy::too_many_arguments)]
     pub(crate) fn rows_pullback(
         &self,
@@ -182,8 +184,11 @@ impl MixtureCoeffs {
         logq: &mut [f64],
         dloc: &mut [f64],
         drho: &mut [f64],
+        fresh: bool,
     ) {
         let w = self.responsibilities(Rows::Theta(theta), logq);
+        let writes = self.is_blocked() && self.m > 0 && !logq.is_empty();
+        let fresh = start_sums(fresh, writes, dloc, drho);
         if let Some(p) = self.products() {
             p.pullback(theta, &w, eps, grad, tau, dloc, drho);
             return;
@@ -194,6 +199,7 @@ impl MixtureCoeffs {
             tau,
             dloc,
             drho,
+            fresh,
         };
         blocked::gradient_blocks(self, Rows::Theta(theta), &w, &mut sink);
     }
@@ -220,20 +226,23 @@ impl MixtureCoeffs {
         logq: &mut [f64],
         dloc: &mut [f64],
         drho: &mut [f64],
+        fresh: bool,
     ) {
         if !self.is_blocked() {
             let (theta, e) = drawn(self.d, loc, sigma, eps);
-            self.rows_pullback(&theta, &e, grad, tau, logq, dloc, drho);
+            self.rows_pullback(&theta, &e, grad, tau, logq, dloc, drho, fresh);
             return;
         }
         let rows = Rows::Drawn { loc, sigma, eps };
         let w = self.responsibilities(rows, logq);
+        let fresh = start_sums(fresh, self.m > 0 && !logq.is_empty(), dloc, drho);
         let mut sink = Sink::Pullback {
             eps: Eps::F32(eps),
             grad,
             tau,
             dloc,
             drho,
+            fresh,
         };
         blocked::gradient_blocks(self, rows, &w, &mut sink);
     }
@@ -305,6 +314,17 @@ fn row_stride(d: usize) -> usize {
     } else {
         d.next_multiple_of(LANES)
     }
+}
+
+/// Whether the pull-back's first row may write the sums `dloc`, `drho` outright: when the
+/// caller asks for it (`fresh`: they hold nothing yet) and the blocked kernel pulls back at least
+/// one row (`writes`). A fresh start the kernel cannot take is zeros written here.
+fn start_sums(fresh: bool, writes: bool, dloc: &mut [f64], drho: &mut [f64]) -> bool {
+    if fresh && !writes {
+        dloc.fill(0.0);
+        drho.fill(0.0);
+    }
+    fresh && writes
 }
 
 #[cfg(test)]
@@ -414,7 +434,9 @@ mod tests {
         );
         let mut lq2 = vec![0.0; n];
         let (mut got_l, mut got_r) = (vec![0.5; d], vec![-0.25; d]);
-        k.rows_pullback(&theta, &eps, &grad, tau, &mut lq2, &mut got_l, &mut got_r);
+        k.rows_pullback(
+            &theta, &eps, &grad, tau, &mut lq2, &mut got_l, &mut got_r, false,
+        );
         assert_eq!(lq, lq2);
         assert_eq!(got_l, want_l);
         assert_eq!(got_r, want_r);
@@ -441,15 +463,83 @@ mod tests {
             let grad: Vec<f64> = (0..n * d).map(|v| (v as f64 * 0.3).cos() * 2.0).collect();
             let (theta, eps) = drawn(d, loc, &sigma, &eps32);
             let (mut lq, mut want_l, mut want_r) = (vec![0.0; n], vec![0.5; d], vec![-0.25; d]);
-            k.rows_pullback(&theta, &eps, &grad, tau, &mut lq, &mut want_l, &mut want_r);
+            k.rows_pullback(
+                &theta,
+                &eps,
+                &grad,
+                tau,
+                &mut lq,
+                &mut want_l,
+                &mut want_r,
+                false,
+            );
             let (mut lq2, mut got_l, mut got_r) = (vec![0.0; n], vec![0.5; d], vec![-0.25; d]);
             k.rows_pullback_drawn(
-                loc, &sigma, &eps32, &grad, tau, &mut lq2, &mut got_l, &mut got_r,
+                loc, &sigma, &eps32, &grad, tau, &mut lq2, &mut got_l, &mut got_r, false,
             );
             let bits = |v: &[f64]| v.iter().map(|x| x.to_bits()).collect::<Vec<_>>();
             assert_eq!(bits(&lq2), bits(&lq), "d = {d}");
             assert_eq!(bits(&got_l), bits(&want_l), "d = {d}");
             assert_eq!(bits(&got_r), bits(&want_r), "d = {d}");
+        }
+    }
+
+    #[test]
+    fn a_fresh_pullback_gives_the_sums_from_zero_whatever_the_buffers_held() {
+        // with `fresh`, the first row writes the sums: the results of a pull-back into zeros,
+        // bit for bit, from buffers holding NaN (blocked kernel at d = 1 100, products at 40;
+        // one row and five)
+        for (d, n) in [(1100, 5), (1100, 1), (40, 5)] {
+            let (m, tau) = (3, 0.75);
+            let parts = Matrix::from_fn(m, 2 * d, |j, c| {
+                if c < d {
+                    ((j * 17 + c * 3) as f64 * 0.21).sin()
+                } else {
+                    inv_softplus(0.5 + 0.4 * ((j + 2 * c) as f64 * 0.3).cos().abs())
+                }
+            });
+            let k = MixtureCoeffs::new(&parts);
+            let loc = &parts.row(1)[..d];
+            let sigma = super::super::normal::scales(parts.row(1));
+            let eps32: Vec<f32> = (0..n * d).map(|v| (v as f32 * 0.37).sin() * 1.7).collect();
+            let grad: Vec<f64> = (0..n * d).map(|v| (v as f64 * 0.3).cos() * 2.0).collect();
+            let (theta, eps) = drawn(d, loc, &sigma, &eps32);
+            let bits = |v: &[f64]| v.iter().map(|x| x.to_bits()).collect::<Vec<_>>();
+            let (mut lq, mut want_l, mut want_r) = (vec![0.0; n], vec![0.0; d], vec![0.0; d]);
+            k.rows_pullback(
+                &theta,
+                &eps,
+                &grad,
+                tau,
+                &mut lq,
+                &mut want_l,
+                &mut want_r,
+                false,
+            );
+            let (mut got_l, mut got_r) = (vec![f64::NAN; d], vec![f64::NAN; d]);
+            k.rows_pullback(
+                &theta, &eps, &grad, tau, &mut lq, &mut got_l, &mut got_r, true,
+            );
+            // a −0 from the first row's write is +0 in the sums from zero: compare as values
+            // there (the step adds every partial to +0, where the two are alike), bits elsewhere
+            let same = |a: &[f64], b: &[f64]| {
+                a.iter()
+                    .zip(b)
+                    .all(|(x, y)| x.to_bits() == y.to_bits() || (*x == 0.0 && *y == 0.0))
+            };
+            assert!(
+                same(&got_l, &want_l) && same(&got_r, &want_r),
+                "d = {d}, n = {n}"
+            );
+            let (mut got_l, mut got_r) = (vec![f64::NAN; d], vec![f64::NAN; d]);
+            k.rows_pullback_drawn(
+                loc, &sigma, &eps32, &grad, tau, &mut lq, &mut got_l, &mut got_r, true,
+            );
+            assert!(
+                same(&got_l, &want_l) && same(&got_r, &want_r),
+                "drawn, d = {d}, n = {n}"
+            );
+            assert!(!bits(&got_l).contains(&f64::NAN.to_bits()));
         }
     }
 }
