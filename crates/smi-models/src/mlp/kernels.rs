@@ -311,13 +311,7 @@ fn one_in_one_out_block<T: MlpFloat, const TANH: bool, const W: usize>(
         for t in 0..W {
             let av = ar[t];
             acc2[t] += d * av;
-            let deriv = if TANH {
-                T::ONE - av * av
-            } else if av > T::ZERO {
-                T::ONE
-            } else {
-                T::ZERO
-            };
+            let deriv = act_derivative::<T, TANH>(av);
             let dz = d * wb[t] * deriv;
             acc1[t] += xi * dz;
             accb[t] += dz;
@@ -343,6 +337,18 @@ smi::multiversion! {
             Activation::Tanh => single_output::<f32, true>(a, delta, w, gw, delta_prev),
             Activation::Relu => single_output::<f32, false>(a, delta, w, gw, delta_prev),
         }
+    }
+}
+
+/// act′ at an activation value a: 1 − a² (`TANH`) or [a > 0] (relu).
+#[inline(always)]
+fn act_derivative<T: MlpFloat, const TANH: bool>(a: T) -> T {
+    if TANH {
+        T::ONE - a * a
+    } else if a > T::ZERO {
+        T::ONE
+    } else {
+        T::ZERO
     }
 }
 
@@ -402,13 +408,7 @@ fn single_output_block<T: MlpFloat, const TANH: bool, const B: usize>(
         for t in 0..B {
             let av = ar[t];
             acc[t] += d * av;
-            let deriv = if TANH {
-                T::ONE - av * av
-            } else if av > T::ZERO {
-                T::ONE
-            } else {
-                T::ZERO
-            };
+            let deriv = act_derivative::<T, TANH>(av);
             dr[t] = d * wb[t] * deriv;
         }
     }

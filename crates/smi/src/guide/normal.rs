@@ -195,15 +195,18 @@ pub(crate) fn accumulate_directions(
         .zip(eps.chunks_exact(d))
     {
         let (g, gq, e) = (&g[cols.clone()], &gq[cols.clone()], &e[cols.clone()]);
-        pull_back_row(tau, g, gq, e, loc_out, rho_out);
+        pull_back_row::<_, false>(tau, g, gq, e, loc_out, rho_out);
     }
 }
 
 /// One draw's direction δ = τ·`grad` − `gradq` on some columns, added to `dloc` and, times ε
 /// (`eps`, widened where it is `f32`), to `drho` (all the same length): the pull-back's
-/// operations, in their order, wherever a row is pulled back.
+/// operations, in their order, wherever a row is pulled back. With `FIRST` (the first row of
+/// sums that hold nothing yet) δ and δ·ε are written instead of added to zeros: the same
+/// values, except that a direction of −0 is kept as −0 where 0 + (−0) gives +0; the sums it
+/// starts are only ever added to a +0, so no result differs.
 #[inline(always)]
-pub(crate) fn pull_back_row<E: Copy + Into<f64>>(
+pub(crate) fn pull_back_row<E: Copy + Into<f64>, const FIRST: bool>(
     tau: f64,
     grad: &[f64],
     gradq: &[f64],
@@ -219,34 +222,14 @@ pub(crate) fn pull_back_row<E: Copy + Into<f64>>(
         .zip(eps)
     {
         let delta = tau * gv - qv;
-        *dl += delta;
-        *dr += delta * ev.into();
-    }
-}
-
-/// [`pull_back_row`] for the first row of sums that hold nothing yet: writes δ to `dloc` and
-/// δ·ε to `drho` instead of adding them to zeros (the same values, except that a direction of
-/// −0 is kept as −0 where 0 + (−0) gives +0; the sums it starts are only ever added to a +0,
-/// so no result differs).
-#[inline(always)]
-pub(crate) fn pull_back_first_row<E: Copy + Into<f64>>(
-    tau: f64,
-    grad: &[f64],
-    gradq: &[f64],
-    eps: &[E],
-    dloc: &mut [f64],
-    drho: &mut [f64],
-) {
-    for ((((dl, dr), &gv), &qv), &ev) in dloc
-        .iter_mut()
-        .zip(drho.iter_mut())
-        .zip(grad)
-        .zip(gradq)
-        .zip(eps)
-    {
-        let delta = tau * gv - qv;
-        *dl = delta;
-        *dr = delta * ev.into();
+        let scaled = delta * ev.into();
+        if FIRST {
+            *dl = delta;
+            *dr = scaled;
+        } else {
+            *dl += delta;
+            *dr += scaled;
+        }
     }
 }
 

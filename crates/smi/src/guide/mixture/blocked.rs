@@ -10,7 +10,7 @@
 use std::ops::Range;
 
 use super::MixtureCoeffs;
-use crate::guide::normal::{pull_back_first_row, pull_back_row};
+use crate::guide::normal::pull_back_row;
 
 /// Columns of a block: the block's h and b of m = 5 particles are 40 KB (L1/L2), of m = 20
 /// 160 KB (L2). A multiple of [`LANES`].
@@ -254,10 +254,10 @@ impl Sink<'_> {
                     &mut drho[cols.clone()],
                 );
                 match (eps, *fresh && r == 0) {
-                    (Eps::F64(e), false) => pull_back_row(*tau, g, q, &e[row], dl, dr),
-                    (Eps::F64(e), true) => pull_back_first_row(*tau, g, q, &e[row], dl, dr),
-                    (Eps::F32(e), false) => pull_back_row(*tau, g, q, &e[row], dl, dr),
-                    (Eps::F32(e), true) => pull_back_first_row(*tau, g, q, &e[row], dl, dr),
+                    (Eps::F64(e), false) => pull_back_row::<_, false>(*tau, g, q, &e[row], dl, dr),
+                    (Eps::F64(e), true) => pull_back_row::<_, true>(*tau, g, q, &e[row], dl, dr),
+                    (Eps::F32(e), false) => pull_back_row::<_, false>(*tau, g, q, &e[row], dl, dr),
+                    (Eps::F32(e), true) => pull_back_row::<_, true>(*tau, g, q, &e[row], dl, dr),
                 }
             }
         }

@@ -442,19 +442,24 @@ mod tests {
         assert_eq!(got_r, want_r);
     }
 
+    /// m particles (m×2d: loc, then ρ) for the drawn-rows tests.
+    fn drawn_particles(m: usize, d: usize) -> Matrix {
+        Matrix::from_fn(m, 2 * d, |j, c| {
+            if c < d {
+                ((j * 17 + c * 3) as f64 * 0.21).sin()
+            } else {
+                inv_softplus(0.5 + 0.4 * ((j + 2 * c) as f64 * 0.3).cos().abs())
+            }
+        })
+    }
+
     #[test]
     fn drawn_rows_give_the_stored_rows_bits_at_every_d() {
         // d = 1 100 runs the blocked kernel (θ formed block by block), d = 40 the products
-        // (θ formed and stored first); n = 5 rows: two pairs and a lone row
-        for d in [1100, 40] {
-            let (m, n, tau) = (3, 5, 0.75);
-            let parts = Matrix::from_fn(m, 2 * d, |j, c| {
-                if c < d {
-                    ((j * 17 + c * 3) as f64 * 0.21).sin()
-                } else {
-                    inv_softplus(0.5 + 0.4 * ((j + 2 * c) as f64 * 0.3).cos().abs())
-                }
-            });
+        // (θ formed and stored first); n = 5 rows: two pairs and a lone row; n = 1: a lone row
+        for (d, n) in [(1100, 5), (1100, 1), (40, 5)] {
+            let (m, tau) = (3, 0.75);
+            let parts = drawn_particles(m, d);
             let k = MixtureCoeffs::new(&parts);
             assert_eq!(k.is_blocked(), d >= SMALL_D);
             let loc = &parts.row(1)[..d];
@@ -462,17 +467,11 @@ mod tests {
             let eps32: Vec<f32> = (0..n * d).map(|v| (v as f32 * 0.37).sin() * 1.7).collect();
             let grad: Vec<f64> = (0..n * d).map(|v| (v as f64 * 0.3).cos() * 2.0).collect();
             let (theta, eps) = drawn(d, loc, &sigma, &eps32);
+            let stored = |lq: &mut [f64], l: &mut [f64], r: &mut [f64], fresh: bool| {
+                k.rows_pullback(&theta, &eps, &grad, tau, lq, l, r, fresh);
+            };
             let (mut lq, mut want_l, mut want_r) = (vec![0.0; n], vec![0.5; d], vec![-0.25; d]);
-            k.rows_pullback(
-                &theta,
-                &eps,
-                &grad,
-                tau,
-                &mut lq,
-                &mut want_l,
-                &mut want_r,
-                false,
-            );
+            stored(&mut lq, &mut want_l, &mut want_r, false);
             let (mut lq2, mut got_l, mut got_r) = (vec![0.0; n], vec![0.5; d], vec![-0.25; d]);
             k.rows_pullback_drawn(
                 loc, &sigma, &eps32, &grad, tau, &mut lq2, &mut got_l, &mut got_r, false,
@@ -481,65 +480,27 @@ mod tests {
             assert_eq!(bits(&lq2), bits(&lq), "d = {d}");
             assert_eq!(bits(&got_l), bits(&want_l), "d = {d}");
             assert_eq!(bits(&got_r), bits(&want_r), "d = {d}");
-        }
-    }
-
-    #[test]
-    fn a_fresh_pullback_gives_the_sums_from_zero_whatever_the_buffers_held() {
-        // with `fresh`, the first row writes the sums: the results of a pull-back into zeros,
-        // bit for bit, from buffers holding NaN (blocked kernel at d = 1 100, products at 40;
-        // one row and five)
-        for (d, n) in [(1100, 5), (1100, 1), (40, 5)] {
-            let (m, tau) = (3, 0.75);
-            let parts = Matrix::from_fn(m, 2 * d, |j, c| {
-                if c < d {
-                    ((j * 17 + c * 3) as f64 * 0.21).sin()
-                } else {
-                    inv_softplus(0.5 + 0.4 * ((j + 2 * c) as f64 * 0.3).cos().abs())
-                }
-            });
-            let k = MixtureCoeffs::new(&parts);
-            let loc = &parts.row(1)[..d];
-            let sigma = super::super::normal::scales(parts.row(1));
-            let eps32: Vec<f32> = (0..n * d).map(|v| (v as f32 * 0.37).sin() * 1.7).collect();
-            let grad: Vec<f64> = (0..n * d).map(|v| (v as f64 * 0.3).cos() * 2.0).collect();
-            let (theta, eps) = drawn(d, loc, &sigma, &eps32);
-            let bits = |v: &[f64]| v.iter().map(|x| x.to_bits()).collect::<Vec<_>>();
-            let (mut lq, mut want_l, mut want_r) = (vec![0.0; n], vec![0.0; d], vec![0.0; d]);
-            k.rows_pullback(
-                &theta,
-                &eps,
-                &grad,
-                tau,
-                &mut lq,
-                &mut want_l,
-                &mut want_r,
-                false,
-            );
-            let (mut got_l, mut got_r) = (vec![f64::NAN; d], vec![f64::NAN; d]);
-            k.rows_pullback(
-                &theta, &eps, &grad, tau, &mut lq, &mut got_l, &mut got_r, true,
-            );
-            // a −0 from the first row's write is +0 in the sums from zero: compare as values
-            // there (the step adds every partial to +0, where the two are alike), bits elsewhere
+            // `fresh`: the first row writes the sums, so buffers holding NaN end with the sums
+            // from zero (bit for bit, but for the sign of a zero: a −0 written where 0 + (−0)
+            // gives +0, alike once the step adds the sums to +0)
+            let (mut zero_l, mut zero_r) = (vec![0.0; d], vec![0.0; d]);
+            stored(&mut lq, &mut zero_l, &mut zero_r, false);
             let same = |a: &[f64], b: &[f64]| {
                 a.iter()
                     .zip(b)
                     .all(|(x, y)| x.to_bits() == y.to_bits() || (*x == 0.0 && *y == 0.0))
             };
-            assert!(
-                same(&got_l, &want_l) && same(&got_r, &want_r),
-                "d = {d}, n = {n}"
-            );
-            let (mut got_l, mut got_r) = (vec![f64::NAN; d], vec![f64::NAN; d]);
-            k.rows_pullback_drawn(
-                loc, &sigma, &eps32, &grad, tau, &mut lq, &mut got_l, &mut got_r, true,
-            );
-            assert!(
-                same(&got_l, &want_l) && same(&got_r, &want_r),
-                "drawn, d = {d}, n = {n}"
-            );
-            assert!(!bits(&got_l).contains(&f64::NAN.to_bits()));
+            for from_theta in [true, false] {
+                let (mut l, mut r) = (vec![f64::NAN; d], vec![f64::NAN; d]);
+                if from_theta {
+                    stored(&mut lq, &mut l, &mut r, true);
+                } else {
+                    k.rows_pullback_drawn(
+                        loc, &sigma, &eps32, &grad, tau, &mut lq, &mut l, &mut r, true,
+                    );
+                }
+                assert!(same(&l, &zero_l) && same(&r, &zero_r), "d = {d}, n = {n}");
+            }
         }
     }
 }
