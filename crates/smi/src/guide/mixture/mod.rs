@@ -187,8 +187,7 @@ impl MixtureCoeffs {
         fresh: bool,
     ) {
         let w = self.responsibilities(Rows::Theta(theta), logq);
-        let writes = self.is_blocked() && self.m > 0 && !logq.is_empty();
-        let fresh = start_sums(fresh, writes, dloc, drho);
+        let fresh = self.start_sums(fresh, logq.len(), dloc, drho);
         if let Some(p) = self.products() {
             p.pullback(theta, &w, eps, grad, tau, dloc, drho);
             return;
@@ -235,7 +234,7 @@ impl MixtureCoeffs {
         }
         let rows = Rows::Drawn { loc, sigma, eps };
         let w = self.responsibilities(rows, logq);
-        let fresh = start_sums(fresh, self.m > 0 && !logq.is_empty(), dloc, drho);
+        let fresh = self.start_sums(fresh, logq.len(), dloc, drho);
         let mut sink = Sink::Pullback {
             eps: Eps::F32(eps),
             grad,
@@ -245,6 +244,18 @@ impl MixtureCoeffs {
             fresh,
         };
         blocked::gradient_blocks(self, rows, &w, &mut sink);
+    }
+
+    /// Whether the pull-back of `n` rows may write the sums `dloc`, `drho` with its first row:
+    /// when the caller asks for it (`fresh`: they hold nothing yet) and the blocked kernel
+    /// pulls back at least one row. A fresh start it cannot take is zeros written here.
+    fn start_sums(&self, fresh: bool, n: usize, dloc: &mut [f64], drho: &mut [f64]) -> bool {
+        let writes = self.is_blocked() && self.m > 0 && n > 0;
+        if fresh && !writes {
+            dloc.fill(0.0);
+            drho.fill(0.0);
+        }
+        fresh && writes
     }
 
     /// The coefficients as faer's operands when d is below [`SMALL_D`].
@@ -314,17 +325,6 @@ fn row_stride(d: usize) -> usize {
     } else {
         d.next_multiple_of(LANES)
     }
-}
-
-/// Whether the pull-back's first row may write the sums `dloc`, `drho` outright: when the
-/// caller asks for it (`fresh`: they hold nothing yet) and the blocked kernel pulls back at least
-/// one row (`writes`). A fresh start the kernel cannot take is zeros written here.
-fn start_sums(fresh: bool, writes: bool, dloc: &mut [f64], drho: &mut [f64]) -> bool {
-    if fresh && !writes {
-        dloc.fill(0.0);
-        drho.fill(0.0);
-    }
-    fresh && writes
 }
 
 #[cfg(test)]
