@@ -124,3 +124,42 @@ fn one_and_two_threads_give_the_same_particles_bit_for_bit() {
     assert_eq!(one.state.particles, two.state.particles);
     assert_eq!(one.losses, two.losses);
 }
+
+#[test]
+fn short_rows_give_the_same_particles_fused_or_in_one_call() {
+    // d = 10 and d = 46 (the wave network of the low size), with K·d above the unfused steps'
+    // 16 384 values: the fused step draws a step of short rows in one call before its chunks
+    // (rows below 32 normals share the generator's lanes), and its mixture sums are faer's
+    // products (d below the blocked kernel's 1 024)
+    for (d, s) in [(10, 400), (46, 80)] {
+        let s = SteinSettings {
+            num_particles: 5,
+            num_elbo_particles: s,
+            ..settings()
+        };
+        let fused = gaussian(d, false);
+        let whole = gaussian(d, true);
+        let a = run_steps(&SteinVi::new(&fused, s.clone()).unwrap(), 4);
+        let b = run_steps(&SteinVi::new(&whole, s).unwrap(), 4);
+        assert_eq!(a.state.particles, b.state.particles, "d = {d}");
+        assert_eq!(a.losses, b.losses, "d = {d}");
+        assert!(
+            fused.calls.load(Ordering::Relaxed) > 4,
+            "d = {d}: not fused"
+        );
+    }
+}
+
+#[test]
+fn small_steps_take_one_model_call() {
+    // K·d = 5·10·10 = 500, below 16 384 values: one model call per step (the fused and unfused
+    // steps give the same bits: the tests above)
+    let s = SteinSettings {
+        num_particles: 5,
+        num_elbo_particles: 10,
+        ..settings()
+    };
+    let model = gaussian(10, false);
+    run_steps(&SteinVi::new(&model, s).unwrap(), 3);
+    assert_eq!(model.calls.load(Ordering::Relaxed), 3);
+}

@@ -13,7 +13,7 @@
 use rand::Rng;
 use rayon::prelude::*;
 
-use crate::random::{fill_normals, fill_normals_f32};
+use crate::random::{fill_normal_rows, fill_normal_rows_f32};
 
 /// Values below which [`NoiseKey::fill_rows`] stays on the calling thread.
 const MIN_PAR_VALUES: usize = 1 << 15;
@@ -29,35 +29,39 @@ impl NoiseKey {
     }
 
     /// Row `row` of the noise: `out.len()` standard normals (the first ones of row `row`).
+    #[cfg(test)]
     pub fn fill_row(&self, row: u64, out: &mut [f64]) {
-        fill_normals(self.0, row, out);
+        crate::random::fill_normals(self.0, row, out);
     }
 
     /// Rows `first`, `first + 1`, … of length `row_len` into `out` (a whole number of rows), in
     /// parallel when there are many values; the values do not depend on the threads.
     pub fn fill_rows(&self, first: u64, row_len: usize, out: &mut [f64]) {
-        rows(first, row_len, out, |row, o| self.fill_row(row, o));
+        rows(first, row_len, out, |row, o| {
+            fill_normal_rows(self.0, row, row_len, o)
+        });
     }
 
     /// [`NoiseKey::fill_rows`] as computed, in `f32` (the same values before their exact
     /// widening to `f64`).
     pub fn fill_rows_f32(&self, first: u64, row_len: usize, out: &mut [f32]) {
         rows(first, row_len, out, |row, o| {
-            fill_normals_f32(self.0, row, o)
+            fill_normal_rows_f32(self.0, row, row_len, o)
         });
     }
 }
 
-/// Rows `first`, `first + 1`, … of length `row_len` of `out` filled by `fill(row, values)`, in
-/// parallel when there are many values.
+/// Rows `first`, `first + 1`, … of length `row_len` of `out`, filled by `fill(row, values)`
+/// for runs of whole rows starting at `row` (one run, on the calling thread, below
+/// [`MIN_PAR_VALUES`] values; in parallel runs of at least that many values above).
 fn rows<T: Send>(first: u64, row_len: usize, out: &mut [T], fill: impl Fn(u64, &mut [T]) + Sync) {
     if row_len == 0 {
         return;
     }
-    out.par_chunks_mut(row_len)
-        .with_min_len(MIN_PAR_VALUES.div_ceil(row_len))
+    let per_run = MIN_PAR_VALUES.div_ceil(row_len);
+    out.par_chunks_mut(per_run * row_len)
         .enumerate()
-        .for_each(|(r, row)| fill(first + r as u64, row));
+        .for_each(|(r, run)| fill(first + (r * per_run) as u64, run));
 }
 
 #[cfg(test)]
@@ -87,5 +91,28 @@ mod tests {
         let other = NoiseKey::draw(&mut rng);
         other.fill_row(0, &mut short);
         assert_ne!(short, all[..10]);
+    }
+
+    #[test]
+    fn short_rows_drawn_together_are_the_rows_drawn_alone() {
+        // rows shorter than a generator chunk (32 normals) share its lanes; 9 000 rows from row
+        // 2^32 − 4 500 run in parallel runs and cross the counter's high word
+        let key = NoiseKey(0x5eed_1234_5678_9abc);
+        let first = (1u64 << 32) - 4_500;
+        for d in [1, 3, 4, 5, 10, 31, 32, 33] {
+            let rows = 9_000;
+            let (mut all, mut all32) = (vec![0.0; rows * d], vec![0.0f32; rows * d]);
+            key.fill_rows(first, d, &mut all);
+            key.fill_rows_f32(first, d, &mut all32);
+            let mut row = vec![0.0; d];
+            for r in (0..rows).step_by(7).chain([rows - 1]) {
+                key.fill_row(first + r as u64, &mut row);
+                assert_eq!(row, all[r * d..(r + 1) * d], "d = {d}, row {r}");
+            }
+            assert!(all
+                .iter()
+                .zip(&all32)
+                .all(|(a, &b)| a.to_bits() == f64::from(b).to_bits()));
+        }
     }
 }

@@ -10,5 +10,5 @@ mod math;
 mod normal;
 mod philox;
 
-pub use normal::{fill_normals, fill_normals_f32};
+pub use normal::{fill_normal_rows, fill_normal_rows_f32, fill_normals, fill_normals_f32};
 pub use philox::philox4x32;

@@ -134,7 +134,7 @@ impl<'a, M: LogDensity + ?Sized> SteinVi<'a, M> {
             .map_or(force::Noise::Given(&[]), force::Noise::Key);
         // the batch draw (serial: it reads the state's generator) beside the fused step's
         // coefficients and σ, on big steps; the same values either way
-        let fused = force::is_fused(self.model, &st.guide, s, split.is_some());
+        let fused = force::is_fused(self.model, &st.guide, s, k, split.is_some());
         let big = k * self.model.dim() >= PAR_JOIN_VALUES;
         let prepare = fused && big;
         let scratch_now = &mut *scratch;

@@ -283,13 +283,26 @@ impl MixtureCoeffs {
             }
             (None, rows) => blocked::log_components(self, rows, &mut l),
         }
+        normalise(&mut l, &self.c, logq);
+        l
+    }
+}
+
+crate::multiversion! {
+    /// Each row of `l` (n×m: the rows' log N(θ; μ_j, σ_j) without c_j) made its
+    /// responsibilities softmax(row + c), and log q_mix = max + ln Σ exp(· − max) − ln m into
+    /// `logq` (n), in the CPU's widest vector build. The exponentials and their sum run in
+    /// order, as before this function (the vector build changes only the additions of c, the
+    /// divisions and the maximum's accumulators; the maximum of a set does not depend on the
+    /// order, and a ±0 maximum gives the same exponentials and log q_mix).
+    fn normalise(l: &mut [f64], c: &[f64], logq: &mut [f64]) {
+        let m = c.len();
         let ln_m = (m as f64).ln();
         for (row, lq) in l.chunks_exact_mut(m).zip(logq.iter_mut()) {
-            let mut mx = f64::NEG_INFINITY;
-            for (v, cj) in row.iter_mut().zip(&self.c) {
+            for (v, cj) in row.iter_mut().zip(c) {
                 *v += cj;
-                mx = mx.max(*v);
             }
+            let mx = max_of(row);
             let mut sum = 0.0;
             for v in row.iter_mut() {
                 *v = (*v - mx).exp();
@@ -300,8 +313,24 @@ impl MixtureCoeffs {
             }
             *lq = mx + sum.ln() - ln_m;
         }
-        l
     }
+}
+
+/// The largest value of `row` (NaNs ignored, −∞ when empty or all NaN), in four running
+/// maxima: one chain of `max` (with its NaN test) per value was the loop's latency.
+#[inline(always)]
+fn max_of(row: &[f64]) -> f64 {
+    let mut acc = [f64::NEG_INFINITY; 4];
+    let (quads, rest) = row.as_chunks::<4>();
+    for q in quads {
+        for (a, v) in acc.iter_mut().zip(q) {
+            *a = a.max(*v);
+        }
+    }
+    for v in rest {
+        acc[0] = acc[0].max(*v);
+    }
+    acc[0].max(acc[1]).max(acc[2].max(acc[3]))
 }
 
 /// The draws θ = `loc` + `sigma` ⊙ ε (n×d) of the noise `eps` (n×d, `f32`) and the widened
@@ -391,6 +420,58 @@ mod tests {
                     (g[r * d + c] - gw).abs() < 1e-12 * (1.0 + gw.abs()),
                     "{r},{c}"
                 );
+            }
+        }
+    }
+
+    #[test]
+    fn the_softmax_gives_the_bits_of_the_sequential_loop() {
+        // the loop before `normalise`: one running maximum, in order
+        fn sequential(row: &mut [f64], c: &[f64]) -> f64 {
+            let mut mx = f64::NEG_INFINITY;
+            for (v, cj) in row.iter_mut().zip(c) {
+                *v += cj;
+                mx = mx.max(*v);
+            }
+            let mut sum = 0.0;
+            for v in row.iter_mut() {
+                *v = (*v - mx).exp();
+                sum += *v;
+            }
+            for v in row.iter_mut() {
+                *v /= sum;
+            }
+            mx + sum.ln() - (c.len() as f64).ln()
+        }
+        let same = |a: f64, b: f64| a.to_bits() == b.to_bits() || (a.is_nan() && b.is_nan());
+        // ties at +0 and −0 (the four maxima may pick either), NaN, infinities, every m to 9
+        let pool = [
+            0.0,
+            -0.0,
+            1.5,
+            -2.0,
+            -700.0,
+            f64::NAN,
+            f64::NEG_INFINITY,
+            f64::INFINITY,
+        ];
+        let mut seed = 7u64;
+        let mut pick = || {
+            seed = seed.wrapping_mul(6_364_136_223_846_793_005).wrapping_add(1);
+            pool[(seed >> 33) as usize % pool.len()]
+        };
+        for m in 1..=9 {
+            for _ in 0..400 {
+                let c: Vec<f64> = (0..m)
+                    .map(|_| if pick() == 1.5 { 0.25 } else { 0.0 })
+                    .collect();
+                let row: Vec<f64> = (0..m).map(|_| pick()).collect();
+                let (mut want, mut got) = (row.clone(), row.clone());
+                let lq_want = sequential(&mut want, &c);
+                let mut lq = [0.0];
+                normalise(&mut got, &c, &mut lq);
+                assert!(same(lq[0], lq_want), "{row:?}: {} against {lq_want}", lq[0]);
+                assert!(want.iter().zip(&got).all(|(&a, &b)| same(a, b)), "{row:?}");
             }
         }
     }
