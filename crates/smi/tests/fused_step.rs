@@ -128,9 +128,9 @@ fn one_and_two_threads_give_the_same_particles_bit_for_bit() {
 #[test]
 fn short_rows_give_the_same_particles_fused_or_in_one_call() {
     // d = 10 and d = 46 (the wave network of the low size), with K·d above the unfused steps'
-    // 16 384 values: the fused step draws a step of short rows in one call before its chunks
-    // (rows below 32 normals share the generator's lanes), and its mixture sums are faer's
-    // products (d below the blocked kernel's 1 024)
+    // 16 384 values: the fused step draws each chunk's short rows (below 32 normals, sharing
+    // the generator's lanes) where it uses them, the unfused one all rows at once, and the
+    // mixture sums are faer's products (d below the blocked kernel's 1 024)
     for (d, s) in [(10, 400), (46, 80)] {
         let s = SteinSettings {
             num_particles: 5,

@@ -47,8 +47,8 @@ pub fn fill_normals_f32(key: u64, row: u64, out: &mut [f32]) {
 /// Rows `first`, `first + 1`, … of [`fill_normals`] under `key`, `row_len` normals each, into
 /// `out` (a whole number of rows; a partial last row gets its prefix): the same values, bit for
 /// bit, as filling each row alone. Rows shorter than a chunk of the generator (32 normals)
-/// share its vector lanes: alone, a row of 10 normals computes 32 and keeps 10; here rows of
-/// 10 take three Philox blocks each, eight blocks to a chunk.
+/// share its vector lanes: alone, a row of 10 normals computes a whole chunk and keeps 10;
+/// here a chunk computes the same block of eight rows, so eight rows of 10 take three chunks.
 pub fn fill_normal_rows(key: u64, first: u64, row_len: usize, out: &mut [f64]) {
     fill_rows(key, first, row_len, out);
 }

@@ -75,15 +75,6 @@ const DRAWN_MIN_BYTES: usize = 1 << 20;
 /// Values below which the tasks stay on the calling thread.
 const MIN_PAR_VALUES: usize = 1 << 15;
 
-/// d below which the step's noise is drawn in one call before the chunks run (at most
-/// [`SHORT_ROWS_MAX_VALUES`] values): rows shorter than the generator's chunk share its vector
-/// lanes only when drawn together ([`crate::random::fill_normal_rows`]), and a chunk's own
-/// rows are too few for that (S = 10 rows of d = 10 fill 2 of 8 lanes in their last pass).
-const SHORT_ROWS: usize = 32;
-
-/// The most values of noise a step draws up front ([`SHORT_ROWS`]): 2 MiB.
-const SHORT_ROWS_MAX_VALUES: usize = 1 << 18;
-
 /// One task: block `blk` (group·m + particle), its draws `rows` (within the block), their log
 /// densities and mixture densities, and the chunk's partial ĝ (p).
 type Task<'a> = (
@@ -109,8 +100,6 @@ pub(crate) struct Scratch {
     /// ĝ of every block (groups·m×p), lent to the step's result with one group and given back
     /// by [`Scratch::keep_ghat`].
     ghat: Vec<f64>,
-    /// The whole step's noise (K×d) when its rows are short ([`SHORT_ROWS`]).
-    noise: Vec<f64>,
 }
 
 impl Scratch {
@@ -184,17 +173,8 @@ pub(crate) fn elbo_gradients_normal<M: LogDensity + ?Sized>(
         sigma,
         slope,
         ghat,
-        noise: all_noise,
+        ..
     } = scratch;
-    // short rows: the step's noise in one call (the same values as drawn chunk by chunk)
-    let noise = match noise {
-        Noise::Key(key) if d < SHORT_ROWS && k * d <= SHORT_ROWS_MAX_VALUES => {
-            try_resize(all_noise, k * d, "the step's noise")?;
-            key.fill_rows(0, d, &mut all_noise[..k * d]);
-            Noise::Given(&all_noise[..k * d])
-        }
-        noise => noise,
-    };
     let slope = &slope[..m * d];
     let (coeffs, sigma) = (&*coeffs, &sigma[..m * d]);
     // rows per model call, at least 2; a last sub-block of one row joins the one before
