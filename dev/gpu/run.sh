@@ -13,7 +13,7 @@
 # Logs and JSON lines go to $OUT (the device tool's folder) or target/gpu-run. Every stage
 # runs even when an earlier one fails; the exit status is that of the first failure.
 # Time limits in seconds (for a short device lease): TEST_TIMEOUT (300), BENCH_TIMEOUT per bench
-# line (120), NUMPYRO_TIMEOUT (420).
+# line (120), NUMPYRO_TIMEOUT (420); NUMPYRO=0 skips stage 3 (its figures already measured).
 set -uo pipefail
 cd "$(dirname "$0")/../.."
 bundle=target/gpu-bundle
@@ -77,9 +77,11 @@ for device in cuda cpu; do
 done
 
 # 3. NumPyro on the same GPU (compile excluded)
-echo "== NumPyro" | tee -a "$out/summary.txt"
-PYTHONUNBUFFERED=1 timeout "${NUMPYRO_TIMEOUT:-420}" "$py" python/bench/numpyro_gpu.py --steps 50 --repeat 3 \
-    >"$out/numpyro_gpu.jsonl" 2>"$out/numpyro.log" || fail "numpyro_gpu.py (see numpyro.log)"
+if [ "${NUMPYRO:-1}" != 0 ]; then
+    echo "== NumPyro" | tee -a "$out/summary.txt"
+    PYTHONUNBUFFERED=1 timeout "${NUMPYRO_TIMEOUT:-420}" "$py" python/bench/numpyro_gpu.py --steps 50 --repeat 3 \
+        >"$out/numpyro_gpu.jsonl" 2>"$out/numpyro.log" || fail "numpyro_gpu.py (see numpyro.log)"
+fi
 
 # 4. one table
 "$py" - "$out" <<'EOF' | tee -a "$out/summary.txt"
