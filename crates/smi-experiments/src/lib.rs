@@ -20,6 +20,7 @@ pub mod paper;
 pub mod plot;
 pub mod progress;
 pub mod records;
+pub mod resumable;
 pub mod seeds;
 pub mod tables;
 pub mod toy;

@@ -29,7 +29,7 @@ use anyhow::{anyhow, bail, Context, Result};
 use serde_json::{json, Map, Value};
 use smi::metrics::regression_metrics;
 use smi::metrics::{not_worse_than_best, Better, MeanStd, PAPER_ALPHA};
-use smi::{AttractionNorm, Matrix, NoObserver, NutsSettings, Observer};
+use smi::{AttractionNorm, Matrix, NoObserver, NutsSettings, Observer, Posterior, Termination};
 use smi_data::{ColumnConvention, Prepared, Split, SplitKind, UciData, UciDataset};
 use smi_models::BnnRegression;
 
@@ -37,12 +37,19 @@ use crate::cpu_time::CpuClock;
 use crate::locks;
 use crate::progress::Bar;
 use crate::records;
+use crate::resumable::FitCheckpoint;
 use crate::tables;
 
 /// Name of the records file (`uci.jsonl`) and of the report (`uci.md`).
 pub const EXPERIMENT: &str = "uci";
 /// Records of the learning-rate search (`uci-lr.jsonl`).
 pub const TUNE_EXPERIMENT: &str = "uci-lr";
+
+/// Steps between saves of a unit's state ([`crate::resumable`]): an SMI step of the UCI net took
+/// 13–16 ms on 2 threads (BENCHMARKS.md, ninth part), so an interrupted SMI unit loses about a
+/// minute and a half; a unit of 60 000 steps saves 12 times (a state of m = 5 particles of the
+/// UCI net with its Adam moments, ≈ 50 000 numbers).
+pub const CHECKPOINT_EVERY: u64 = 5_000;
 
 use crate::records::attraction_suffix;
 pub use settings::{fit, prediction_rng, UnitSettings};
@@ -123,7 +130,10 @@ method, in that order). Before a unit runs, <out>/uci.jsonl is read; if it alrea
 record with the same data set, split kind, split, method and config (a string of every setting \
 that changes the result: learning rate, step budget, particles, ELBO draws, batch size, init, \
 early stopping, predictive draws, NUTS settings, seed), the unit is skipped. Re-running the same \
-command after an interruption therefore only does the missing units. With --shard I/N a process \
+command after an interruption therefore only does the missing units. A variational unit saves \
+its state every 5000 steps to <out>/checkpoints/uci-<data set>-<split kind>-<split>-<method>.json \
+(removed when the unit ends); the rerun continues an interrupted unit from its last save, to \
+the same result as an uninterrupted one (a state of other settings is not resumed). With --shard I/N a process \
 runs only the units whose index is ≡ I (mod N); start N processes (or machines) with \
 I = 0 … N−1 and the same options, then concatenate their uci.jsonl files (or let them share one \
 --out) and run `smi report --out DIR`. Runs sharing one --out split the work: a unit runs under \
@@ -133,8 +143,9 @@ finite is recorded with status \"failed\" and its reason; it does not count as d
 run retries it, and reports ignore it. --list shows the unit list with the status of each unit.
 
 Records (uci.jsonl): experiment, dataset, split_kind, split, method, seed, config, version, \
-seconds (wall, fit and evaluation), cpu_seconds (CPU time of the process over the unit, all \
-threads; with --jobs above 1 it includes the units running beside it; null where unreadable), lr, metrics.{rmse, nll (proper: RMSE of the predictive mean, mixture NLL), rmse_paper \
+seconds (wall, fit and evaluation, the pieces of a resumed unit added), cpu_seconds (CPU time \
+of the process over the unit, all threads, likewise; with --jobs above 1 it includes the units \
+running beside it; null where unreadable), lr, metrics.{rmse, nll (proper: RMSE of the predictive mean, mixture NLL), rmse_paper \
 (over draws and points jointly), nll_paper (per-particle NLL for SVGD/ASVGD as in the paper's \
 code, = nll otherwise), seconds_per_step, steps}.";
 
@@ -255,6 +266,18 @@ struct Unit {
 }
 
 impl Unit {
+    /// Where the unit's fit keeps its state while it runs.
+    fn checkpoint(&self, out: &Path) -> FitCheckpoint {
+        let name = format!(
+            "{EXPERIMENT}-{}-{}-{}-{}",
+            self.dataset.short_name(),
+            self.kind.name(),
+            self.split,
+            self.method.name()
+        );
+        FitCheckpoint::in_folder(out, &name).every(CHECKPOINT_EVERY)
+    }
+
     fn label(&self) -> String {
         let k = match self.kind {
             SplitKind::Standard => "std",
@@ -558,10 +581,15 @@ impl Ctx<'_> {
             self.plan,
             self.plan.unit_seed(u.split),
             &u.label(),
+            Some(&u.checkpoint(self.out)),
         )
         .with_context(|| format!("fitting {}", u.label()));
-        let seconds = t0.elapsed().as_secs_f64();
-        let cpu_seconds = cpu.seconds();
+        // the pieces of a resumed unit before this one (none for a failed fit)
+        let (earlier, earlier_cpu) = fitted.as_ref().map_or((0.0, Some(0.0)), |f| {
+            (f.earlier_seconds, f.earlier_cpu_seconds)
+        });
+        let seconds = earlier + t0.elapsed().as_secs_f64();
+        let cpu_seconds = earlier_cpu.zip(cpu.seconds()).map(|(a, b)| a + b);
         let unit_record = || {
             let mut m = Map::new();
             m.insert("dataset".into(), json!(u.dataset.short_name()));
@@ -676,6 +704,7 @@ impl Ctx<'_> {
                     self.plan,
                     self.plan.unit_seed(0),
                     &label,
+                    None,
                 );
                 // A diverged run counts as the worst RMSE, not as an error.
                 let v = match fit {
@@ -725,6 +754,9 @@ struct Fit {
     steps: u64,
     seconds_per_step: f64,
     early_stopped: bool,
+    /// Wall-clock and CPU seconds of a resumed fit's earlier pieces (0 and `Some(0)` otherwise).
+    earlier_seconds: f64,
+    earlier_cpu_seconds: Option<f64>,
 }
 
 fn matrix(f: &smi_data::Features) -> Result<Matrix> {
@@ -732,6 +764,8 @@ fn matrix(f: &smi_data::Features) -> Result<Matrix> {
 }
 
 /// Fits `method` on the training part of `prep` and evaluates on its test part (docs/algorithms.md §7.3).
+/// With `ckpt`, a variational fit saves its state there as it goes and continues from a saved
+/// state of the same fit ([`crate::resumable`]; NUTS runs in one piece).
 fn fit_and_evaluate(
     method: Method,
     lr: Option<f64>,
@@ -739,6 +773,7 @@ fn fit_and_evaluate(
     plan: &Plan,
     seed: u64,
     label: &str,
+    ckpt: Option<&FitCheckpoint>,
 ) -> Result<Fit> {
     let model = BnnRegression::uci(matrix(&prep.x_train)?, prep.y_train.clone())
         .context("cannot build the UCI model")?;
@@ -751,10 +786,39 @@ fn fit_and_evaluate(
     };
     let settings = plan.method_settings(n);
     let mut rng = prediction_rng(seed);
-    let out = fit(method, lr, &model, &settings, seed, observer.as_mut())?;
+    let (posterior, steps, seconds, early_stopped, earlier_seconds, earlier_cpu_seconds) =
+        match ckpt.filter(|_| method != Method::Nuts) {
+            Some(ckpt) => {
+                let engine_settings = settings.method_settings(method, lr, seed)?;
+                let run = settings.run_settings(method);
+                let f = crate::resumable::fit(
+                    &model,
+                    &engine_settings,
+                    &run,
+                    ckpt,
+                    observer.as_mut(),
+                    label,
+                )?;
+                let stopped = f.termination == Termination::EarlyStopped;
+                let p = Posterior::Mixture(f.posterior);
+                let earlier = (f.earlier_seconds, f.earlier_cpu_seconds);
+                (p, f.state.step, f.seconds, stopped, earlier.0, earlier.1)
+            }
+            None => {
+                let out = fit(method, lr, &model, &settings, seed, observer.as_mut())?;
+                let stopped = out.early_stopped();
+                (
+                    out.posterior,
+                    out.steps,
+                    out.seconds,
+                    stopped,
+                    0.0,
+                    Some(0.0),
+                )
+            }
+        };
     // MAP: every one of the paper's 5000 draws is the same point; one suffices.
-    let draws = out.posterior.predictive_draws(plan.pred_draws, &mut rng)?;
-    let (steps, seconds, early_stopped) = (out.steps, out.seconds, out.early_stopped());
+    let draws = posterior.predictive_draws(plan.pred_draws, &mut rng)?;
     let pred = model
         .predict(draws.as_slice(), &x_test)
         .context("prediction failed")?;
@@ -769,6 +833,8 @@ fn fit_and_evaluate(
         steps,
         seconds_per_step: seconds / steps.max(1) as f64,
         early_stopped,
+        earlier_seconds,
+        earlier_cpu_seconds,
     })
 }
 

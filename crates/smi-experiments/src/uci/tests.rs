@@ -55,19 +55,21 @@ fn option_parsing() {
     assert!("-1".parse::<LrMode>().is_err());
 }
 
+/// The options of `smi reproduce uci` with `extra` on the command line.
+fn args(extra: &[&str]) -> Args {
+    use clap::Parser;
+    #[derive(clap::Parser)]
+    struct W {
+        #[command(flatten)]
+        a: Args,
+    }
+    let mut v = vec!["x"];
+    v.extend_from_slice(extra);
+    W::parse_from(v).a
+}
+
 #[test]
 fn configs_differ_by_setting() {
-    let args = |extra: &[&str]| {
-        use clap::Parser;
-        #[derive(clap::Parser)]
-        struct W {
-            #[command(flatten)]
-            a: Args,
-        }
-        let mut v = vec!["x"];
-        v.extend_from_slice(extra);
-        W::parse_from(v).a
-    };
     let p = Plan::new(&args(&[])).unwrap();
     let q = Plan::new(&args(&["--max-steps", "100"])).unwrap();
     let r = Plan::new(&args(&["--seed", "3"])).unwrap();
@@ -135,4 +137,85 @@ fn the_report_puts_ours_beside_the_paper() {
         "{section}"
     );
     assert!(!section.contains("### Gap10"), "{section}");
+}
+
+/// A small regression set, prepared as a unit's split is: 3 inputs, 60 training rows, 20 test.
+fn small_split() -> Prepared {
+    let (cols, n) = (3, 80);
+    let mut x = Vec::with_capacity(n * cols);
+    let mut y = Vec::with_capacity(n);
+    for i in 0..n {
+        let t = i as f64;
+        let (a, b, c) = ((0.37 * t).sin(), (0.11 * t).cos(), (i % 7) as f64 / 7.0);
+        x.extend([a, b, c]);
+        y.push(2.0 * a - b + 0.5 * c + 0.02 * ((i * 13 % 11) as f64 - 5.0));
+    }
+    let split = Split {
+        train: (0..60).collect(),
+        test: (60..80).collect(),
+    };
+    smi_data::prepare(&x, &y, cols, &split).unwrap()
+}
+
+#[test]
+fn an_interrupted_unit_continues_to_the_same_result() {
+    let plan = Plan {
+        progress: false,
+        ..Plan::new(&args(&["--quick", "--max-steps", "60"])).unwrap()
+    };
+    let prep = small_split();
+    let (method, lr, seed) = (Method::Smi, Some(1e-2), 3);
+    let dir = tempfile::tempdir().unwrap();
+    let ckpt = FitCheckpoint::in_folder(dir.path(), "unit").every(20);
+    let unit = |ckpt: Option<&FitCheckpoint>| {
+        fit_and_evaluate(method, lr, &prep, &plan, seed, "t", ckpt).unwrap()
+    };
+    let bits = |f: &Fit| {
+        [f.rmse, f.nll, f.rmse_paper, f.nll_paper]
+            .map(f64::to_bits)
+            .to_vec()
+    };
+    let plain = unit(None);
+    let whole = unit(Some(&ckpt));
+    assert_eq!(
+        whole.steps, 60,
+        "the early-stopping rule did not end the fit"
+    );
+    assert_eq!(bits(&whole), bits(&plain), "saving changes nothing");
+    assert!(!ckpt.path.exists(), "a finished unit leaves no state");
+
+    // the state of the same fit stopped at step 40, as an interrupted unit leaves it
+    let settings = plan.method_settings(prep.y_train.len());
+    let engine_settings = settings.method_settings(method, lr, seed).unwrap();
+    let model = BnnRegression::uci(matrix(&prep.x_train).unwrap(), prep.y_train.clone()).unwrap();
+    let engine = engine_settings.build(&model).unwrap();
+    let interrupted = smi::RunSettings {
+        max_steps: 40,
+        checkpoint: Some(ckpt.path.clone()),
+        checkpoint_every: 20,
+        ..settings.run_settings(method)
+    };
+    let state = engine.init().unwrap();
+    smi::run(engine.as_ref(), state, &interrupted, &mut NoObserver).unwrap();
+    let resumed = unit(Some(&ckpt));
+    assert_eq!(resumed.steps, 60);
+    assert_eq!(
+        bits(&resumed),
+        bits(&whole),
+        "the continued unit runs the same steps"
+    );
+    assert!(!ckpt.path.exists());
+
+    // the saved state is what the unit continues from: move it and the result moves
+    smi::run(
+        engine.as_ref(),
+        engine.init().unwrap(),
+        &interrupted,
+        &mut NoObserver,
+    )
+    .unwrap();
+    let mut state = engine.load_state(&ckpt.path).unwrap();
+    state.particles.as_mut_slice()[0] += 0.5;
+    state.save(&ckpt.path).unwrap();
+    assert_ne!(bits(&unit(Some(&ckpt))), bits(&whole));
 }

@@ -14,10 +14,10 @@ use smi::{Init, Matrix, MethodSettings, NutsSettings, OptimizerSettings, Posteri
 use smi_data::{WaveData, WavePhase, WaveSettings};
 use smi_models::{BnnRegression, Precision};
 
-use super::resumable::FitCheckpoint;
 use crate::cpu_time::CpuClock;
 use crate::progress::Bar;
 use crate::records;
+use crate::resumable::FitCheckpoint;
 
 /// HDI mass of the paper's bands.
 pub const HDI_MASS: f64 = 0.9;
@@ -378,7 +378,7 @@ pub fn method_settings(spec: &FitSpec) -> MethodSettings {
 /// for SMI and OVI, the particles for SVGD/ASVGD/MAP, the posterior draws for NUTS.
 ///
 /// With `checkpoint`, a variational fit saves its state there as it goes and continues from
-/// a saved state of the same fit ([`super::resumable`]; the same bits as an uninterrupted fit).
+/// a saved state of the same fit ([`crate::resumable`]; the same bits as an uninterrupted fit).
 /// NUTS ignores it.
 ///
 /// # Errors
@@ -407,7 +407,8 @@ pub fn fit(
     };
     let mut bar = Bar::new(label, every);
     if let (Some(ckpt), false) = (checkpoint, spec.method == Method::Nuts) {
-        let out = super::resumable::fit(model, &settings, spec.steps, ckpt, &mut bar, label)
+        let run = RunSettings::steps(spec.steps);
+        let out = crate::resumable::fit(model, &settings, &run, ckpt, &mut bar, label)
             .with_context(|| format!("{name} failed"))?;
         return Ok(Fitted {
             draws: Posterior::Mixture(out.posterior).predictive_draws(spec.draws, &mut rng)?,

@@ -17,7 +17,6 @@ pub mod common;
 mod figure;
 pub mod recovery;
 mod recovery_partial;
-pub mod resumable;
 mod stamp;
 
 use std::collections::BTreeMap;
@@ -201,7 +200,7 @@ pub fn run(args: &Args) -> Result<()> {
                     continue;
                 }
                 // saves the fit's state as it goes; a rerun after an interruption goes on
-                let ckpt = resumable::FitCheckpoint::in_folder(
+                let ckpt = crate::resumable::FitCheckpoint::in_folder(
                     out,
                     &format!("wave-{}-r{r}-s{seed}-{}", size.name(), method.name()),
                 );

@@ -212,7 +212,7 @@ pub fn run(args: &Args) -> Result<()> {
                 |method: Method, m, label: &str, settings: &Value| -> Result<Outcome> {
                     // the fit's state as it goes, so an interrupted fit continues (an m = 256 SVGD
                     // fit of the moderate net takes an hour or more)
-                    let ckpt = super::resumable::FitCheckpoint::in_folder(
+                    let ckpt = crate::resumable::FitCheckpoint::in_folder(
                         out,
                         &format!("fit-{}-r{r}-s{seed}-{}-m{m}", size.name(), method.name()),
                     );

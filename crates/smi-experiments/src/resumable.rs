@@ -1,5 +1,6 @@
-//! A variational fit of the wave experiments that saves its engine state every few thousand
-//! steps and, when run again after an interruption, continues from the last save.
+//! A variational fit that saves its engine state every so many steps and, when run again after
+//! an interruption, continues from the last save: the wave and recovery experiments' fits and
+//! the UCI units ([`crate::uci`]).
 //!
 //! The state (`<file>.json`: particles, optimizer moments, RNG, step counter; the engine's
 //! [`smi::State`]) and a small sidecar (`<file>.progress.json`: the step, wall and CPU seconds
@@ -10,14 +11,15 @@
 //! reported and the fit starts afresh. The seconds of the pieces add up; a sidecar that does
 //! not match the state's step (an interruption between the two writes) adds nothing.
 //!
-//! These states are large (an SVGD fit at m = 256 of the moderate net: ≈ 8 million numbers) and
-//! stay on the machine (git-ignored): they bridge an interruption there, not a move elsewhere.
+//! These states can be large (an SVGD fit at m = 256 of the moderate wave net: ≈ 8 million
+//! numbers) and stay on the machine (git-ignored): they bridge an interruption there, not a move
+//! elsewhere.
 
 use std::path::{Path, PathBuf};
 
 use anyhow::{Context, Result};
 use serde_json::{json, Value};
-use smi::{Engine, MethodSettings, Observer, Progress, RunSettings, State};
+use smi::{Engine, MethodSettings, Observer, Progress, RunSettings, State, Termination};
 
 use crate::cpu_time::CpuClock;
 use crate::records;
@@ -44,6 +46,11 @@ impl FitCheckpoint {
             path: out.join("checkpoints").join(format!("{name}.json")),
             every: Self::EVERY,
         }
+    }
+
+    /// The same checkpoint saved every `every` steps instead.
+    pub fn every(self, every: u64) -> Self {
+        FitCheckpoint { every, ..self }
     }
 
     fn sidecar(&self) -> PathBuf {
@@ -155,22 +162,31 @@ pub struct Finished {
     pub posterior: smi::Mixture,
     /// The final state.
     pub state: State,
+    /// Why the run ended (a resumed state whose early-stopping rule had fired ends at once,
+    /// [`Termination::EarlyStopped`]).
+    pub termination: Termination,
     /// Wall-clock seconds, the earlier pieces included.
     pub seconds: f64,
     /// CPU seconds (all threads), the earlier pieces included; `None` where unreadable.
     pub cpu_seconds: Option<f64>,
+    /// Wall-clock seconds of the earlier pieces alone (0 for a fit that did not resume), for a
+    /// caller that times more than the fit (an evaluation after it, say).
+    pub earlier_seconds: f64,
+    /// CPU seconds of the earlier pieces alone; `None` where unreadable.
+    pub earlier_cpu_seconds: Option<f64>,
 }
 
-/// Runs the variational method of `settings` on `model` for `steps` steps, saving its state to
-/// `ckpt` every `ckpt.every` steps and continuing from a saved state the engine accepts;
-/// removes the state once the fit ends.
+/// Runs the variational method of `settings` on `model` under `run` (its step budget and
+/// stopping rules; its checkpoint fields are replaced by `ckpt`'s), saving its state to `ckpt`
+/// every `ckpt.every` steps and continuing from a saved state the engine accepts; removes the
+/// state once the fit ends.
 ///
 /// # Errors
 /// Settings, engine or model errors, and a checkpoint that cannot be written (with context).
 pub fn fit<M: smi::LogDensity + ?Sized>(
     model: &M,
     settings: &MethodSettings,
-    steps: u64,
+    run: &RunSettings,
     ckpt: &FitCheckpoint,
     observer: &mut dyn Observer,
     label: &str,
@@ -188,7 +204,7 @@ pub fn fit<M: smi::LogDensity + ?Sized>(
     let run_settings = RunSettings {
         checkpoint: Some(ckpt.path.clone()),
         checkpoint_every: ckpt.every,
-        ..RunSettings::steps(steps)
+        ..run.clone()
     };
     let mut saver = Saver {
         inner: observer,
@@ -205,15 +221,18 @@ pub fn fit<M: smi::LogDensity + ?Sized>(
     Ok(Finished {
         posterior: engine.posterior(&res.state),
         state: res.state,
+        termination: res.termination,
         seconds: carried_seconds + res.seconds,
         cpu_seconds: cpu,
+        earlier_seconds: carried_seconds,
+        earlier_cpu_seconds: carried_cpu,
     })
 }
 
 #[cfg(test)]
 mod tests {
-    use super::super::common::{method_settings, FitSpec, Method, PhaseArg, Problem, Size};
     use super::*;
+    use crate::wave::common::{method_settings, FitSpec, Method, PhaseArg, Problem, Size};
 
     /// SVGD with 4 particles on the low-size wave net, 60 steps, saved every 20 to a file in
     /// `dir`.
@@ -248,7 +267,16 @@ mod tests {
         /// The whole fit through [`fit`], resuming what is saved.
         fn fit(&self) -> Finished {
             let p = &self.problem.model;
-            fit(p, &self.settings, 60, &self.ckpt, &mut smi::NoObserver, "t").unwrap()
+            let run = RunSettings::steps(60);
+            fit(
+                p,
+                &self.settings,
+                &run,
+                &self.ckpt,
+                &mut smi::NoObserver,
+                "t",
+            )
+            .unwrap()
         }
 
         /// Leaves the state of `settings` after `steps` saved, as an interrupted fit does.
