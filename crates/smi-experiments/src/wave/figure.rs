@@ -50,6 +50,20 @@ fn repeats_shown(bands: &[Map<String, Value>]) -> String {
     }
 }
 
+/// A panel's note where its band leaves the y-limits `ylo..yhi` (the band is drawn cut at
+/// them): how far it reaches, so that a cut band is not read as a narrow one. `None` where the
+/// band stays within the limits.
+fn cut_note(lower: &[f64], upper: &[f64], ylo: f64, yhi: f64) -> Option<String> {
+    let low = lower.iter().copied().fold(f64::INFINITY, f64::min);
+    let high = upper.iter().copied().fold(f64::NEG_INFINITY, f64::max);
+    let parts: Vec<String> = [(high > yhi, high), (low < ylo, low)]
+        .iter()
+        .filter(|(cut, _)| *cut)
+        .map(|(_, v)| format!("{v:.1}"))
+        .collect();
+    (!parts.is_empty()).then(|| format!("band cut at the axis: reaches {}", parts.join(" and ")))
+}
+
 /// The title and the legend shared by all panels.
 fn head<DB: DrawingBackend>(
     area: &DrawingArea<DB, plotters::coord::Shift>,
@@ -223,6 +237,33 @@ pub(super) fn figure(
                     ))
                     .map_err(plot_err)?;
             }
+            if let Some(note) = cut_note(&lo, &up, ylo, yhi) {
+                // on a white box, so that it reads over the band: its size in data units from
+                // the text's in pixels (about 6.5 px a character, 15 px a line at size 12)
+                let (px_x, px_y) = chart.plotting_area().dim_in_pixel();
+                let per_px = (
+                    4.0 / f64::from(px_x.max(1)),
+                    (yhi - ylo) / f64::from(px_y.max(1)),
+                );
+                let (w, h) = (
+                    6.5 * note.chars().count() as f64 * per_px.0,
+                    15.0 * per_px.1,
+                );
+                let corner = (-1.97, yhi - 0.1 * h);
+                chart
+                    .draw_series(std::iter::once(Rectangle::new(
+                        [corner, (corner.0 + w, corner.1 - h)],
+                        WHITE.mix(0.85).filled(),
+                    )))
+                    .map_err(plot_err)?;
+                let style = TextStyle::from((FONT_FAMILY, 12).into_font())
+                    .color(&MEAN)
+                    .pos(Pos::new(HPos::Left, VPos::Top));
+                let at = (corner.0 + 0.01, corner.1 - 0.1 * h);
+                chart
+                    .draw_series(std::iter::once(Text::new(note, at, style)))
+                    .map_err(plot_err)?;
+            }
             chart
                 .draw_series(LineSeries::new(
                     truth.iter().copied(),
@@ -248,4 +289,22 @@ pub(super) fn figure(
     }
     root.present().map_err(plot_err)?;
     Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::cut_note;
+
+    #[test]
+    fn a_band_beyond_the_limits_says_how_far_it_reaches() {
+        assert_eq!(cut_note(&[-1.0, 0.0], &[1.0, 2.0], -8.0, 11.0), None);
+        assert_eq!(
+            cut_note(&[-1.0, -14.24], &[1.0, 2.0], -8.0, 11.0).as_deref(),
+            Some("band cut at the axis: reaches -14.2")
+        );
+        assert_eq!(
+            cut_note(&[-9.0, 0.0], &[12.5, 2.0], -8.0, 11.0).as_deref(),
+            Some("band cut at the axis: reaches 12.5 and -9.0")
+        );
+    }
 }
