@@ -57,6 +57,18 @@ impl FitCheckpoint {
         self.path.with_extension("progress.json")
     }
 
+    /// The step of the saved state as its sidecar gives it, for listings (`None` when there is
+    /// no state or no readable sidecar). The state itself is not read: whether a fit resumes
+    /// it is decided when the fit starts ([`fit`]).
+    pub fn saved_step(&self) -> Option<u64> {
+        if !self.path.is_file() {
+            return None;
+        }
+        let bytes = std::fs::read(self.sidecar()).ok()?;
+        let v: Value = serde_json::from_slice(&bytes).ok()?;
+        v.get("step").and_then(Value::as_u64)
+    }
+
     /// Removes the state and its sidecar (a finished fit needs neither).
     fn remove(&self) {
         for p in [&self.path, &self.sidecar()] {
@@ -349,8 +361,11 @@ mod tests {
     fn the_seconds_of_the_pieces_add_up() {
         let dir = tempfile::tempdir().unwrap();
         let c = Case::new(dir.path());
+        assert_eq!(c.ckpt.saved_step(), None, "nothing saved");
         c.interrupted(&c.settings, 40);
+        assert_eq!(c.ckpt.saved_step(), None, "a state without its sidecar");
         c.sidecar(40, 1000.0, 2000.0);
+        assert_eq!(c.ckpt.saved_step(), Some(40));
         let f = c.fit();
         assert!(f.seconds >= 1000.0 && f.seconds < 1100.0, "{}", f.seconds);
         if let Some(cpu) = f.cpu_seconds {

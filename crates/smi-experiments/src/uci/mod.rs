@@ -107,7 +107,8 @@ pub struct Args {
     /// Units run at the same time (each also uses the rayon pool for its draws).
     #[arg(long, default_value_t = 1)]
     pub jobs: usize,
-    /// Print the unit list (index, key, done/pending) and exit without running anything.
+    /// Print the unit list (index, key, done/pending, the step of a pending unit's saved state)
+    /// and exit without running anything.
     #[arg(long)]
     pub list: bool,
     /// Smoke test for CI: yacht, standard split 0, 200 steps, S = 10 ELBO draws, 200 predictive
@@ -419,7 +420,11 @@ pub fn run(args: &Args) -> Result<()> {
                 }
                 None => "pending (lr from tuning)",
             };
-            println!("{i}\t{}\t{status}", u.label());
+            let saved = match u.checkpoint(&args.out).saved_step() {
+                Some(step) if status != "done" => format!(", a saved state at step {step}"),
+                _ => String::new(),
+            };
+            println!("{i}\t{}\t{status}{saved}", u.label());
         }
         return Ok(());
     }
