@@ -2,8 +2,8 @@
 //! a call against one block of [`BLOCK`] columns (pass 2: [`GRADIENT_BLOCK`]) of the coefficients
 //! at a time (the block of all m particles stays in cache while every row passes), in two passes:
 //! the m sums of every row (pass 1: rows in pairs against [`TILE`] particles at a time, the
-//! pair's and the tile's sums in registers), then the gradient, handed block by block to a [`Sink`] that
-//! stores it or pulls it back at once (pass 2). Each row's sums run over the same blocks in the
+//! pair's and the tile's sums in registers), then the gradient, handed block by block to a
+//! [`Sink`] that stores it or pulls it back at once (pass 2). Each row's sums run over the same blocks in the
 //! same order, and within a block in the same [`LANES`] lanes, whatever the number of rows passed
 //! together: a row's values depend on the row alone. The rows are θ itself or, for the fused step
 //! at large d, a particle's θ = μ + σε formed block by block from ε in `f32` ([`Rows`]).
