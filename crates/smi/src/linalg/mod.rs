@@ -139,6 +139,38 @@ mod tests {
     }
 
     #[test]
+    fn row_sums_give_the_bits_of_the_sequential_sum_at_every_width() {
+        // c = Σ_l a_l·(row l of B), the thin path's row sums (m = 1, and its transpose n = 1
+        // with A stored k×m): each column summed over the rows in order, as `naive` does, at
+        // every width to 90 (the one-sweep widths 16 … 64, with and without a last partial
+        // block, and the blocked ones around them), in f32 and f64, bit for bit
+        let k = 37;
+        for n in 1..=90 {
+            let a: Vec<f64> = (0..k).map(|v| (v as f64 * 0.37).sin()).collect();
+            let b: Vec<f64> = (0..k * n).map(|v| (v as f64 * 0.11).cos()).collect();
+            let want = naive(&a, &b, 1, k, n);
+            let mut c = vec![f64::NAN; n];
+            gemm(&mut c, &a, Op::N, &b, Op::N, 1, k, n, 1.0, false);
+            assert_eq!(c, want, "n = {n}");
+            let mut c = vec![0.5; n];
+            gemm(&mut c, &b, Op::T, &a, Op::N, n, k, 1, 1.0, true);
+            let plus: Vec<f64> = want.iter().map(|v| 0.5 + v).collect();
+            assert_eq!(c, plus, "n = {n}, transposed, accumulated");
+            let a32: Vec<f32> = a.iter().map(|&v| v as f32).collect();
+            let b32: Vec<f32> = b.iter().map(|&v| v as f32).collect();
+            let mut want32 = vec![0.0f32; n];
+            for (l, &al) in a32.iter().enumerate() {
+                for j in 0..n {
+                    want32[j] += al * b32[l * n + j];
+                }
+            }
+            let mut c32 = vec![f32::NAN; n];
+            gemm(&mut c32, &a32, Op::N, &b32, Op::N, 1, k, n, 1.0, false);
+            assert_eq!(c32, want32, "n = {n}, f32");
+        }
+    }
+
+    #[test]
     fn thin_path_in_f32_matches_f64() {
         let (m, k, n) = (1, 53, 9);
         let a: Vec<f32> = (0..m * k).map(|v| (v as f32 * 0.37).sin()).collect();
