@@ -416,24 +416,32 @@ fn reduce_lanes(mut a: [f64; LANES]) -> f64 {
 }
 
 /// [`gradient_block2`] on the `n`-th `G` columns of `cols` (each row: its responsibilities and
-/// θ there).
+/// θ there; `coeffs`: every particle's b and h lanes on `cols`, in order).
 #[inline(always)]
-fn gradient_step<const G: usize>(
-    k: &MixtureCoeffs,
-    cols: &Range<usize>,
+#[allow(clippy::type_complexity)]
+fn gradient_step<const G: usize, const M: usize>(
+    coeffs: &Coeffs<'_, G, M>,
     n: usize,
     (w0, t0): (&[f64], &[f64; G]),
     (w1, t1): (&[f64], &[f64; G]),
 ) -> ([f64; G], [f64; G]) {
     let (mut sb0, mut sh0, mut sb1, mut sh1) = ([0.0; G], [0.0; G], [0.0; G], [0.0; G]);
-    for (j, (&u0, &u1)) in w0.iter().zip(w1).enumerate() {
-        let (bj, hj) = coeff_lanes::<G>(k, j, cols);
-        let (bj, hj) = (&bj[n], &hj[n]);
-        for l in 0..G {
-            sb0[l] = u0.mul_add(bj[l], sb0[l]);
-            sh0[l] = u0.mul_add(hj[l], sh0[l]);
-            sb1[l] = u1.mul_add(bj[l], sb1[l]);
-            sh1[l] = u1.mul_add(hj[l], sh1[l]);
+    match coeffs {
+        Coeffs::Fixed(c) => {
+            for j in 0..M {
+                add_particle(
+                    &c[j],
+                    n,
+                    (w0[j], w1[j]),
+                    (&mut sb0, &mut sh0, &mut sb1, &mut sh1),
+                );
+            }
+        }
+        Coeffs::Any(k, cols) => {
+            for (j, (&u0, &u1)) in w0.iter().zip(w1).enumerate() {
+                let c = coeff_lanes::<G>(k, j, cols);
+                add_particle(&c, n, (u0, u1), (&mut sb0, &mut sh0, &mut sb1, &mut sh1));
+            }
         }
     }
     let (mut g0, mut g1) = ([0.0; G], [0.0; G]);
@@ -444,10 +452,65 @@ fn gradient_step<const G: usize>(
     (g0, g1)
 }
 
+/// One particle's term of [`gradient_step`]'s sums on its `n`-th `G` columns: s_b += u·b_j and
+/// s_h += u·h_j for each row's responsibility u, one fused multiply-add each (a function, not a
+/// closure: a closure the compiler left out of line lost the CPU's FMA build).
+#[inline(always)]
+#[allow(clippy::type_complexity)]
+fn add_particle<const G: usize>(
+    (bj, hj): &(&[[f64; G]], &[[f64; G]]),
+    n: usize,
+    (u0, u1): (f64, f64),
+    (sb0, sh0, sb1, sh1): (&mut [f64; G], &mut [f64; G], &mut [f64; G], &mut [f64; G]),
+) {
+    let (bj, hj) = (&bj[n], &hj[n]);
+    for l in 0..G {
+        sb0[l] = u0.mul_add(bj[l], sb0[l]);
+        sh0[l] = u0.mul_add(hj[l], sh0[l]);
+        sb1[l] = u1.mul_add(bj[l], sb1[l]);
+        sh1[l] = u1.mul_add(hj[l], sh1[l]);
+    }
+}
+
+/// The particles' coefficient lanes on a block of pass 2: for M particles (M > 0), looked up
+/// once per block and the loop over them unrolled; for any other m, looked up at each step.
+#[allow(clippy::type_complexity)]
+enum Coeffs<'a, const G: usize, const M: usize> {
+    /// Every particle's (b, h) lanes on the block, in order.
+    Fixed([(&'a [[f64; G]], &'a [[f64; G]]); M]),
+    /// The coefficients and the block's columns.
+    Any(&'a MixtureCoeffs, Range<usize>),
+}
+
+/// The largest particle count with its own build of pass 2 (the loop over the particles
+/// unrolled, their coefficients looked up once per block); larger m take the general loop.
+const UNROLLED_M: usize = 8;
+
 /// Pass 2 with `G` columns per vector step (any G dividing [`LANES`]: each column's value is
-/// computed alone, so G does not change it).
+/// computed alone, so G does not change it): dispatched on m, each build the same operations.
 #[inline(always)]
 fn gradient_blocks_impl<const G: usize>(
+    k: &MixtureCoeffs,
+    rows: Rows<'_>,
+    w: &[f64],
+    sink: &mut Sink<'_>,
+) {
+    match k.m {
+        1 => gradient_blocks_m::<G, 1>(k, rows, w, sink),
+        2 => gradient_blocks_m::<G, 2>(k, rows, w, sink),
+        3 => gradient_blocks_m::<G, 3>(k, rows, w, sink),
+        4 => gradient_blocks_m::<G, 4>(k, rows, w, sink),
+        5 => gradient_blocks_m::<G, 5>(k, rows, w, sink),
+        6 => gradient_blocks_m::<G, 6>(k, rows, w, sink),
+        7 => gradient_blocks_m::<G, 7>(k, rows, w, sink),
+        UNROLLED_M => gradient_blocks_m::<G, UNROLLED_M>(k, rows, w, sink),
+        _ => gradient_blocks_m::<G, 0>(k, rows, w, sink),
+    }
+}
+
+/// [`gradient_blocks_impl`] for m = M particles (M = 0: any m).
+#[inline(always)]
+fn gradient_blocks_m<const G: usize, const M: usize>(
     k: &MixtureCoeffs,
     rows: Rows<'_>,
     w: &[f64],
@@ -475,11 +538,11 @@ fn gradient_blocks_impl<const G: usize>(
             if r + 1 < n {
                 let t1 = rows.block(r + 1, d, &cols, &mut buf1);
                 let w1 = &w[(r + 1) * m..(r + 2) * m];
-                gradient_block2::<G>(k, &cols, (t0, w0, q0), (t1, w1, q1));
+                gradient_block2::<G, M>(k, &cols, (t0, w0, q0), (t1, w1, q1));
                 sink.take(k.d, r, &cols, q0);
                 sink.take(k.d, r + 1, &cols, q1);
             } else {
-                gradient_block2::<G>(k, &cols, (t0, w0, q0), (t0, w0, q1));
+                gradient_block2::<G, M>(k, &cols, (t0, w0, q0), (t0, w0, q1));
                 sink.take(k.d, r, &cols, q0);
             }
         }
@@ -491,7 +554,7 @@ fn gradient_blocks_impl<const G: usize>(
 /// (j in order), q = s_b − (s_h + s_h)·θ, each step one fused multiply-add.
 #[inline(always)]
 #[allow(clippy::type_complexity)]
-fn gradient_block2<const G: usize>(
+fn gradient_block2<const G: usize, const M: usize>(
     k: &MixtureCoeffs,
     cols: &Range<usize>,
     r0: (&[f64], &[f64], &mut [f64]),
@@ -500,13 +563,18 @@ fn gradient_block2<const G: usize>(
     let (x0, p0) = row_lanes::<G>(r0.0);
     let (x1, p1) = row_lanes::<G>(r1.0);
     let (w0, w1) = (r0.1, r1.1);
+    let coeffs: Coeffs<'_, G, M> = if M > 0 {
+        Coeffs::Fixed(std::array::from_fn(|j| coeff_lanes::<G>(k, j, cols)))
+    } else {
+        Coeffs::Any(k, cols.clone())
+    };
     let (q0, q0_rest) = r0.2.as_chunks_mut::<G>();
     let (q1, q1_rest) = r1.2.as_chunks_mut::<G>();
     for (n, (((t0, t1), g0), g1)) in x0.iter().zip(x1).zip(q0).zip(q1).enumerate() {
-        (*g0, *g1) = gradient_step(k, cols, n, (w0, t0), (w1, t1));
+        (*g0, *g1) = gradient_step(&coeffs, n, (w0, t0), (w1, t1));
     }
     if !q0_rest.is_empty() {
-        let (g0, g1) = gradient_step(k, cols, x0.len(), (w0, &p0), (w1, &p1));
+        let (g0, g1) = gradient_step(&coeffs, x0.len(), (w0, &p0), (w1, &p1));
         let rest = q0_rest.len();
         q0_rest.copy_from_slice(&g0[..rest]);
         q1_rest.copy_from_slice(&g1[..rest]);
@@ -537,6 +605,32 @@ mod tests {
                     l[r * m + j] += reduce_lanes(a);
                 }
             }
+        }
+    }
+
+    #[test]
+    fn pass_2_unrolled_for_m_gives_the_bits_of_the_general_loop() {
+        // the gradient of n = 3 rows (a pair and a lone row) at every m to 10 (each build up to
+        // UNROLLED_M and the general loop beyond), d with a partial block and rest of lanes,
+        // against the general loop (M = 0) on the same responsibilities
+        let d = 1100;
+        for m in 1..=10 {
+            let parts = Matrix::from_fn(m, 2 * d, |j, c| {
+                if c < d {
+                    ((j * 17 + c * 3) as f64 * 0.21).sin()
+                } else {
+                    ((j + 2 * c) as f64 * 0.3).cos()
+                }
+            });
+            let k = MixtureCoeffs::new(&parts);
+            let n = 3;
+            let theta: Vec<f64> = (0..n * d).map(|v| (v as f64 * 0.017).cos() * 1.2).collect();
+            let w: Vec<f64> = (0..n * m).map(|v| 1.0 / (1.0 + v as f64)).collect();
+            let (mut got, mut want) = (vec![0.0; n * d], vec![0.0; n * d]);
+            gradient_blocks(&k, Rows::Theta(&theta), &w, &mut Sink::Store(&mut got));
+            gradient_blocks_m::<16, 0>(&k, Rows::Theta(&theta), &w, &mut Sink::Store(&mut want));
+            let bits = |v: &[f64]| v.iter().map(|x| x.to_bits()).collect::<Vec<_>>();
+            assert_eq!(bits(&got), bits(&want), "m = {m}");
         }
     }
 
