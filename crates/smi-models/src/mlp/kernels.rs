@@ -230,10 +230,40 @@ smi::multiversion! {
     }
 }
 
-/// The loop of [`MlpFloat::bias_relu_in_place`].
+/// Values in [`bias_relu`]'s tile of the bias repeated over [`TILE_ROWS`] rows.
+const TILE_MAX: usize = 1024;
+
+/// Rows per tile in [`bias_relu`]: 16, so that a tile of any width is whole vectors of 16 `f32`.
+const TILE_ROWS: usize = 16;
+
+/// The loop of [`MlpFloat::bias_relu_in_place`]. Rows of up to [`TILE_MAX`] / [`TILE_ROWS`]
+/// values go [`TILE_ROWS`] at a time against a tile of the bias repeated, in one loop over whole
+/// vectors (row by row, a width such as 50 ran in 8-lane steps and a scalar rest per row).
+/// Measured (`perf record`, boston's SMI step, 2 threads): 3.3–3.5 % of the step row by row,
+/// 1.5–1.6 % in tiles, plus ≈ 0.5 % for building the tile (its zeroing and 16 copies of the
+/// bias). Each value gets the same addition and select, so the same bits.
 #[inline(always)]
 fn bias_relu<T: MlpFloat>(xs: &mut [T], bias: &[T]) {
-    for row in xs.chunks_exact_mut(bias.len()) {
+    let h = bias.len();
+    if h == 0 {
+        return;
+    }
+    if h * TILE_ROWS <= TILE_MAX {
+        let mut tile = [T::ZERO; TILE_MAX];
+        let tile = &mut tile[..h * TILE_ROWS];
+        for row in tile.chunks_exact_mut(h) {
+            row.copy_from_slice(bias);
+        }
+        let whole = xs.len() / h * h;
+        for rows in xs[..whole].chunks_mut(h * TILE_ROWS) {
+            for (v, &b) in rows.iter_mut().zip(tile.iter()) {
+                let z = *v + b;
+                *v = if z < T::ZERO { T::ZERO } else { z };
+            }
+        }
+        return;
+    }
+    for row in xs.chunks_exact_mut(h) {
         for (v, &b) in row.iter_mut().zip(bias) {
             let z = *v + b;
             *v = if z < T::ZERO { T::ZERO } else { z };
@@ -568,5 +598,36 @@ mod tests {
         assert!(tanh_f32(f32::NAN).is_nan());
         assert_eq!(tanh_f32(f32::INFINITY), 1.0);
         assert_eq!(tanh_f32(f32::NEG_INFINITY), -1.0);
+    }
+
+    #[test]
+    fn bias_relu_gives_each_value_the_bits_of_its_row() {
+        // max(x + b, 0) per value against row-by-row, at widths inside the tile (1, 3, 16, 50,
+        // 64) and beyond it (65, 100), with partial tiles of rows, a partial trailing row
+        // (left as it was), −0, NaN and infinities among the values; f32 and f64
+        fn check<T: MlpFloat + std::fmt::Debug>(of: impl Fn(f64) -> T, bits: impl Fn(T) -> u64) {
+            let pool = [1.5, -2.0, 0.0, -0.0, f64::NAN, f64::INFINITY, -0.25, 3.0];
+            for h in [1, 3, 16, 50, 64, 65, 100] {
+                for n in [1, 5, 17, 33] {
+                    let bias: Vec<T> = (0..h).map(|j| of(pool[(j * 3) % 8] * 0.5)).collect();
+                    let xs: Vec<T> = (0..n * h + 2)
+                        .map(|i| of(pool[(i * 5 + i / 7) % 8]))
+                        .collect();
+                    let mut got = xs.clone();
+                    T::bias_relu_in_place(&mut got, &bias);
+                    let mut want = xs.clone();
+                    for row in want.chunks_exact_mut(h) {
+                        for (v, &b) in row.iter_mut().zip(&bias) {
+                            let z = *v + b;
+                            *v = if z < T::ZERO { T::ZERO } else { z };
+                        }
+                    }
+                    let b = |v: &[T]| v.iter().map(|&x| bits(x)).collect::<Vec<_>>();
+                    assert_eq!(b(&got), b(&want), "h = {h}, n = {n}");
+                }
+            }
+        }
+        check::<f32>(|v| v as f32, |x| u64::from(x.to_bits()));
+        check::<f64>(|v| v, f64::to_bits);
     }
 }
