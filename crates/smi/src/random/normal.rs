@@ -13,6 +13,12 @@ const BLOCKS: usize = 32;
 /// Blocks per chunk at the end of a row (and of short rows): 16 word pairs, one AVX-512 vector
 /// of `f32` lanes (measured: rows of 1000 normals ≈ 20 % faster than with 4 blocks).
 const TAIL_BLOCKS: usize = 8;
+/// Blocks per chunk of short rows (shorter than 32 normals): any 16 (row, block) items, two
+/// AVX-512 vectors of Philox lanes and of `f32` lanes, whose chains of rounds and of the
+/// transform run side by side. Measured (`cargo bench -p smi --bench normals -- short_rows`, one
+/// thread, 200 rows of 10): with one block position of 8 rows per chunk (three chunks for
+/// eight rows of 10, each a single chain of dependent vector steps) see BENCHMARKS.md.
+const SHORT_BLOCKS: usize = 16;
 
 /// Normals `0..out.len()` of row `row` under `key`, into `out`.
 ///
@@ -134,8 +140,8 @@ unsafe fn rows_avx2<T: Store>(key: u64, first: u64, row_len: usize, out: &mut [T
     rows_chunks(key, first, row_len, out);
 }
 
-/// The body of every build of [`fill_normal_rows`]: rows of a chunk or longer one by one, shorter
-/// rows [`TAIL_BLOCKS`] at a time, each chunk holding the same block of each of them.
+/// The body of every build of [`fill_normal_rows`]: rows of a chunk or longer one by one; the
+/// blocks of shorter rows ([`SHORT_BLOCKS`] to a chunk, whatever their rows and positions).
 #[inline(always)]
 fn rows_chunks<T: Store>(key: u64, first: u64, row_len: usize, out: &mut [T]) {
     if row_len == 0 {
@@ -149,39 +155,51 @@ fn rows_chunks<T: Store>(key: u64, first: u64, row_len: usize, out: &mut [T]) {
     }
     let key = [key as u32, (key >> 32) as u32];
     let rows = out.len().div_ceil(row_len);
-    let mut z = [T::default(); 4 * TAIL_BLOCKS];
-    let mut r0 = 0;
-    while r0 < rows {
-        // one chunk per block position b of up to TAIL_BLOCKS rows r0, r0 + 1, …: lane l is
-        // block b of row r0 + l (the rows' counter words set once; spare lanes of the last
-        // rows repeat its last row, computed and never stored)
-        let lanes = TAIL_BLOCKS.min(rows - r0);
-        let (mut lo, mut hi) = ([0u64; TAIL_BLOCKS], [0u64; TAIL_BLOCKS]);
-        for (l, (lo, hi)) in lo.iter_mut().zip(&mut hi).enumerate() {
-            let row = first + (r0 + l.min(lanes - 1)) as u64;
-            (*lo, *hi) = (row & 0xffff_ffff, row >> 32);
+    let per_row = row_len.div_ceil(4);
+    let items = rows * per_row;
+    let mut z = [T::default(); 4 * SHORT_BLOCKS];
+    // the (row, block) items in order, SHORT_BLOCKS to a chunk: lane l of a chunk is block b of
+    // row r (spare lanes of the last chunk repeat its last item, computed and never stored)
+    let (mut r, mut b) = (0usize, 0usize);
+    let mut k0 = 0;
+    while k0 < items {
+        let lanes = SHORT_BLOCKS.min(items - k0);
+        let mut c = [[0u64; SHORT_BLOCKS]; 4];
+        let mut at = [(0usize, 0usize); SHORT_BLOCKS];
+        for l in 0..SHORT_BLOCKS {
+            let row = first + r as u64;
+            (c[0][l], c[2][l], c[3][l]) = (b as u64, row & 0xffff_ffff, row >> 32);
+            at[l] = (r, b);
+            if l + 1 < lanes {
+                b += 1;
+                if b == per_row {
+                    (r, b) = (r + 1, 0);
+                }
+            }
         }
-        for i in (0..row_len).step_by(4) {
-            let c = [[(i / 4) as u64; TAIL_BLOCKS], [0; TAIL_BLOCKS], lo, hi];
-            normals::<TAIL_BLOCKS, { 2 * TAIL_BLOCKS }, { 4 * TAIL_BLOCKS }, T, true>(
-                key, c, &mut z,
-            );
-            let (zs, _) = z.as_chunks::<4>();
-            for (l, four) in zs.iter().take(lanes).enumerate() {
-                let start = (r0 + l) * row_len + i;
-                match out.get_mut(start..start + 4) {
-                    // whole blocks as one copy of four (a copy of n values was a memcpy call)
-                    Some(o) if i + 4 <= row_len => o.copy_from_slice(four),
-                    _ => {
-                        let end = out.len().min((r0 + l + 1) * row_len);
-                        for (o, &v) in out[start.min(end)..end].iter_mut().zip(four) {
-                            *o = v;
-                        }
+        normals::<SHORT_BLOCKS, { 2 * SHORT_BLOCKS }, { 4 * SHORT_BLOCKS }, T, true>(
+            key, c, &mut z,
+        );
+        let (zs, _) = z.as_chunks::<4>();
+        for (four, &(r, b)) in zs.iter().zip(&at).take(lanes) {
+            let (i, start) = (4 * b, r * row_len + 4 * b);
+            match out.get_mut(start..start + 4) {
+                // whole blocks as one copy of four (a copy of n values was a memcpy call)
+                Some(o) if i + 4 <= row_len => o.copy_from_slice(four),
+                _ => {
+                    let end = out.len().min((r + 1) * row_len);
+                    for (o, &v) in out[start.min(end)..end].iter_mut().zip(four) {
+                        *o = v;
                     }
                 }
             }
         }
-        r0 += lanes;
+        // the next chunk starts after this one's last item
+        b += 1;
+        if b == per_row {
+            (r, b) = (r + 1, 0);
+        }
+        k0 += lanes;
     }
 }
 
