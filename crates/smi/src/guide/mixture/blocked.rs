@@ -3,10 +3,11 @@
 //! at a time (the block of all m particles stays in cache while every row passes), in two passes:
 //! the m sums of every row (pass 1: rows in pairs against [`TILE`] particles at a time, the
 //! pair's and the tile's sums in registers), then the gradient, handed block by block to a
-//! [`Sink`] that stores it or pulls it back at once (pass 2). Each row's sums run over the same blocks in the
-//! same order, and within a block in the same [`LANES`] lanes, whatever the number of rows passed
-//! together: a row's values depend on the row alone. The rows are θ itself or, for the fused step
-//! at large d, a particle's θ = μ + σε formed block by block from ε in `f32` ([`Rows`]).
+//! [`Sink`] that stores it or pulls it back at once (pass 2). Each row's sums run over the same
+//! blocks in the same order, and within a block in the same [`LANES`] lanes, whatever the number
+//! of rows passed together: a row's values depend on the row alone. The rows are θ itself or,
+//! for the fused step at large d, a particle's θ = μ + σε formed block by block from ε in `f32`
+//! ([`Rows`]).
 
 use std::ops::Range;
 
@@ -309,6 +310,9 @@ fn row_lanes<const G: usize>(block: &[f64]) -> (&[[f64; G]], [f64; G]) {
 /// 5.4 % of 4, 6.1 % of 5 (whose sums no longer all fit in registers).
 const TILE: usize = 4;
 
+// `log_components_impl` dispatches the widths 1 to 4 of a tile.
+const _: () = assert!(TILE == 4);
+
 #[inline(always)]
 fn log_components_impl(k: &MixtureCoeffs, rows: Rows<'_>, l: &mut [f64]) {
     let (m, d) = (k.m, k.d);
@@ -334,7 +338,6 @@ fn log_components_impl(k: &MixtureCoeffs, rows: Rows<'_>, l: &mut [f64]) {
                 let width = (m - j0).min(TILE);
                 let mut s = [(0.0, 0.0); TILE];
                 match width {
-                    5 => tile_sums::<5>(k, j0, &cols, t0, t1, &mut s),
                     4 => tile_sums::<4>(k, j0, &cols, t0, t1, &mut s),
                     3 => tile_sums::<3>(k, j0, &cols, t0, t1, &mut s),
                     2 => tile_sums::<2>(k, j0, &cols, t0, t1, &mut s),
@@ -636,7 +639,7 @@ mod tests {
 
     #[test]
     fn particle_tiles_give_the_bits_of_one_particle_at_a_time() {
-        // m = 1 … 12 (whole tiles of 5 and every rest), n = 1 … 4 (pairs and a lone row), d with
+        // m = 1 … 12 (whole tiles of 4 and every rest), n = 1 … 4 (pairs and a lone row), d with
         // a block's end on a lane boundary (1 024 + 512) and not (1 100: a rest of 12 columns)
         for d in [1100, 1536] {
             for m in 1..=12 {
