@@ -589,6 +589,17 @@ mod tests {
     use super::*;
     use crate::Matrix;
 
+    /// The mixture coefficients of m particles of d (loc, then ρ: any values will do).
+    fn coeffs(m: usize, d: usize) -> MixtureCoeffs {
+        MixtureCoeffs::new(&Matrix::from_fn(m, 2 * d, |j, c| {
+            if c < d {
+                ((j * 17 + c * 3) as f64 * 0.21).sin()
+            } else {
+                ((j + 2 * c) as f64 * 0.3).cos()
+            }
+        }))
+    }
+
     /// Pass 1 as it ran before the particle tiles: one particle at a time over each block, the
     /// pair's rows loaded again for every particle (the same fused multiply-adds per lane).
     fn per_particle(k: &MixtureCoeffs, theta: &[f64], l: &mut [f64]) {
@@ -618,14 +629,7 @@ mod tests {
         // against the general loop (M = 0) on the same responsibilities
         let d = 1100;
         for m in 1..=10 {
-            let parts = Matrix::from_fn(m, 2 * d, |j, c| {
-                if c < d {
-                    ((j * 17 + c * 3) as f64 * 0.21).sin()
-                } else {
-                    ((j + 2 * c) as f64 * 0.3).cos()
-                }
-            });
-            let k = MixtureCoeffs::new(&parts);
+            let k = coeffs(m, d);
             let n = 3;
             let theta: Vec<f64> = (0..n * d).map(|v| (v as f64 * 0.017).cos() * 1.2).collect();
             let w: Vec<f64> = (0..n * m).map(|v| 1.0 / (1.0 + v as f64)).collect();
@@ -643,14 +647,7 @@ mod tests {
         // a block's end on a lane boundary (1 024 + 512) and not (1 100: a rest of 12 columns)
         for d in [1100, 1536] {
             for m in 1..=12 {
-                let parts = Matrix::from_fn(m, 2 * d, |j, c| {
-                    if c < d {
-                        ((j * 17 + c * 3) as f64 * 0.21).sin()
-                    } else {
-                        ((j + 2 * c) as f64 * 0.3).cos()
-                    }
-                });
-                let k = MixtureCoeffs::new(&parts);
+                let k = coeffs(m, d);
                 for n in 1..=4 {
                     let theta: Vec<f64> = (0..n * d)
                         .map(|v| (v as f64 * 0.017 + m as f64).cos() * 1.2)
