@@ -147,8 +147,9 @@ fn accumulate_narrow<'a, T: Real, const C: usize>(
     accumulate: bool,
 ) {
     let n = c.len();
-    debug_assert!(16 * C <= n && n < 16 * (C + 1) || n == 16 * C);
-    let last = n - 16;
+    debug_assert!(16 * C <= n && n < 16 * (C + 1));
+    // the last block only where 16·C < n (at n = 16·C it would repeat block C − 1)
+    let (last, has_tail) = (n - 16, n > 16 * C);
     let mut acc = [[T::default(); 16]; C];
     let mut tail = [T::default(); 16];
     for (row, &wl) in rows.zip(w) {
@@ -159,9 +160,11 @@ fn accumulate_narrow<'a, T: Real, const C: usize>(
                 a[t] = a[t] + s * r[t];
             }
         }
-        let r = &row[last..last + 16];
-        for t in 0..16 {
-            tail[t] = tail[t] + s * r[t];
+        if has_tail {
+            let r = &row[last..last + 16];
+            for t in 0..16 {
+                tail[t] = tail[t] + s * r[t];
+            }
         }
     }
     let mut put = |j: usize, a: T| {
