@@ -15,6 +15,7 @@ density written in Python::
 
 from __future__ import annotations
 
+import warnings
 from collections.abc import Callable
 from typing import Any
 
@@ -100,7 +101,12 @@ def fit(
 
     Returns:
         A ``Posterior``: ``sample(n, seed)``, ``mean``, ``var``, ``losses``, ``elbos``,
-        ``summary()`` and more.
+        ``summary()`` and more. Its diagnostics: ``termination`` (``"converged"``,
+        ``"max_steps"``, ``"early_stopped"``, or the failures ``"diverged"`` and
+        ``"unstable"`` with ``termination_reason``), ``elbo`` with ``elbo_mcse``, ``khat`` (the
+        Pareto-smoothed importance-sampling diagnostic of the final approximation; above
+        ``khat_threshold``, 0.7, the approximation is unreliable), ``warnings`` and
+        ``trusted``. A fit that is not trusted also raises a ``UserWarning`` saying why.
 
     Raises:
         ValueError: a bad setting (the message says which).
@@ -110,7 +116,7 @@ def fit(
     """
     if method not in METHODS:
         raise ValueError(f"unknown method {method!r}; valid methods: {', '.join(METHODS)}")
-    return _fit(
+    post = _fit(
         logdensity,
         int(dim),
         method,
@@ -127,3 +133,6 @@ def fit(
         num_samples=num_samples,
         num_chains=num_chains,
     )
+    for problem in post.warnings:
+        warnings.warn(f"smi.fit ({method}): {problem}", UserWarning, stacklevel=2)
+    return post

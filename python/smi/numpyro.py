@@ -64,23 +64,47 @@ class NumPyroPosterior:
         self._postprocess = jax.jit(jax.vmap(lambda flat: postprocess(unravel(flat))))
         self._seed = seed
 
-    def get_samples(self, num_samples: int | None = None) -> dict[str, np.ndarray]:
+    def get_samples(
+        self, num_samples: int | None = None, *, reweighted: bool = False
+    ) -> dict[str, np.ndarray]:
         """Constrained draws by site name, draws first (as ``MCMC.get_samples()``).
 
         For NUTS, the draws themselves (``num_samples`` must be None); for the variational
-        methods ``num_samples`` draws from the fitted mixture (default 4000).
+        methods ``num_samples`` draws from the fitted mixture (default 4000), or with
+        ``reweighted=True`` draws resampled by their Pareto-smoothed importance weights
+        (methods with a density: SMI, OVI; see ``khat``).
         """
         if self.method == "nuts":
-            if num_samples is not None:
-                raise ValueError("NUTS returns its own draws; leave num_samples unset")
+            if num_samples is not None or reweighted:
+                raise ValueError(
+                    "NUTS returns its own draws; leave num_samples and reweighted unset"
+                )
             flat = self.posterior.draws()
         else:
             n = DEFAULT_NUM_SAMPLES if num_samples is None else int(num_samples)
             if n < 1:
                 raise ValueError(f"num_samples must be at least 1, got {n}")
-            flat = self.posterior.sample(n, seed=self._seed)
+            if reweighted:
+                flat = self.posterior.sample_reweighted(n, seed=self._seed)
+            else:
+                flat = self.posterior.sample(n, seed=self._seed)
         out = self._postprocess(jnp.asarray(flat))
         return {name: np.asarray(value) for name, value in out.items()}
+
+    @property
+    def termination(self) -> str:
+        """Why the fit ended (``Posterior.termination``)."""
+        return self.posterior.termination
+
+    @property
+    def khat(self) -> float | None:
+        """The fit-quality diagnostic k-hat (``Posterior.khat``)."""
+        return self.posterior.khat
+
+    @property
+    def warnings(self) -> list[str]:
+        """What is wrong with the fit, in words (``Posterior.warnings``)."""
+        return self.posterior.warnings
 
     def __repr__(self) -> str:
         return f"NumPyroPosterior({self.posterior!r})"

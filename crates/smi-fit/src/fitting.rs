@@ -340,6 +340,13 @@ fn report_training(method: Method, out: &Fit, stop: Stop, seconds: f64) {
         out.final_loss()
             .map_or_else(String::new, |l| format!(", last loss {l:.4}"))
     );
+    // The termination, the ELBO ± its Monte Carlo se, k̂ and every warning (NUTS's own
+    // diagnostics follow separately).
+    if out.nuts.is_none() {
+        for line in out.report() {
+            eprintln!("{line}");
+        }
+    }
 }
 
 /// Runs `smi fit`; says how the fit ended ([`Stop::Interrupted`]: the caller should exit

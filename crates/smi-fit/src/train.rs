@@ -145,6 +145,7 @@ pub fn train(
     let mut saved = Instant::now();
     let (mut losses, mut elbos) = (Vec::new(), Vec::new());
     let mut termination = Termination::MaxSteps;
+    let (mut reason, mut elbo) = (None, None);
     let mut stretch = 1u64;
     let mut steps = StepsOnly(observer);
     steps.0.on_start(run.max_steps);
@@ -161,8 +162,12 @@ pub fn train(
         state = r.state;
         losses.extend(r.losses);
         elbos.extend(r.elbos);
-        if r.termination != Termination::MaxSteps {
-            termination = r.termination;
+        // The verdict of each stretch stands until the next: the last one is the run's.
+        (termination, reason, elbo) = (r.termination, r.reason, r.elbo);
+        if matches!(
+            r.termination,
+            Termination::Converged | Termination::EarlyStopped
+        ) {
             break Stop::Finished;
         }
         let per_step = t0.elapsed().as_secs_f64() / (state.step - s0).max(1) as f64;
@@ -183,14 +188,29 @@ pub fn train(
         }
     };
     steps.0.on_finish();
+    let mixture = engine.posterior(&state);
+    // The fit-quality diagnostic (k̂), unless the user interrupted the fit.
+    let quality = if matches!(stop, Stop::Interrupted) || mixture.num_particles() == 0 {
+        None
+    } else {
+        Some(smi::fit_quality(
+            model,
+            &mixture,
+            smi::DEFAULT_QUALITY_DRAWS,
+            seed ^ 0x9e37_79b9_7f4a_7c15,
+        )?)
+    };
     Ok(Trained {
         fit: Fit {
             method,
-            posterior: Posterior::Mixture(engine.posterior(&state)),
+            posterior: Posterior::Mixture(mixture),
             steps: state.step,
             skipped_steps: state.skipped_steps,
             seconds: start.elapsed().as_secs_f64(),
             termination,
+            termination_reason: reason,
+            elbo,
+            quality,
             losses,
             elbos,
             state: Some(state),

@@ -81,9 +81,17 @@ impl Posterior {
     /// A table of mean, sd, 5 %, 50 % and 95 % per parameter (by the model's names; `theta[i]`
     /// for a plain callable), from `num_draws` draws of a variational posterior, or from NUTS's
     /// draws with bulk and tail ESS and R̂.
-    #[pyo3(signature = (num_draws = smi::Summary::DEFAULT_DRAWS, seed = 0))]
-    fn summary(&self, num_draws: usize, seed: u64) -> PyResult<String> {
-        let table = self.fit.summary(num_draws, seed).map_err(to_py_err)?;
+    /// Under the table: the termination, the ELBO with its Monte Carlo standard error, k-hat
+    /// and every warning. `reweighted=True` summarises Pareto-smoothed importance-resampled
+    /// draws instead (variational methods with a density).
+    #[pyo3(signature = (num_draws = smi::Summary::DEFAULT_DRAWS, seed = 0, reweighted = false))]
+    fn summary(&self, num_draws: usize, seed: u64, reweighted: bool) -> PyResult<String> {
+        let table = if reweighted {
+            self.fit.reweighted_summary(num_draws, seed)
+        } else {
+            self.fit.summary(num_draws, seed)
+        }
+        .map_err(to_py_err)?;
         Ok(table.to_string())
     }
 
@@ -105,15 +113,83 @@ impl Posterior {
         self.fit.steps
     }
 
-    /// Why the fit ended: "converged" (the convergence rule), "max_steps" (the cap) or
-    /// "early_stopped".
+    /// Why the fit ended: "converged" (the convergence rule), "max_steps" (the cap),
+    /// "early_stopped", or a failure: "diverged" (non-finite or absurd ELBO estimates) or
+    /// "unstable" (heavy-tailed, partly non-finite or falling ELBO estimates);
+    /// `termination_reason` says why.
     #[getter]
     fn termination(&self) -> &'static str {
-        match self.fit.termination {
-            smi::Termination::Converged => "converged",
-            smi::Termination::MaxSteps => "max_steps",
-            smi::Termination::EarlyStopped => "early_stopped",
-        }
+        self.fit.termination.name()
+    }
+
+    /// Why a fit ended "diverged" or "unstable", in words (None otherwise).
+    #[getter]
+    fn termination_reason(&self) -> Option<String> {
+        self.fit.termination_reason.clone()
+    }
+
+    /// The fit-quality diagnostic k-hat (Pareto-smoothed importance sampling of
+    /// log p - log q over draws of the final approximation); None for NUTS and for the
+    /// point-mass methods (SVGD, ASVGD, MAP), which have no density.
+    #[getter]
+    fn khat(&self) -> Option<f64> {
+        self.fit.quality.as_ref().and_then(|q| q.khat)
+    }
+
+    /// The threshold k-hat is judged by (0.7 at the default 2000 draws); None without k-hat.
+    #[getter]
+    fn khat_threshold(&self) -> Option<f64> {
+        self.fit
+            .quality
+            .as_ref()
+            .filter(|q| q.khat.is_some())
+            .map(|q| q.threshold)
+    }
+
+    /// The run's ELBO at the end (mean of the last <= 500 finite step estimates); None for
+    /// NUTS.
+    #[getter]
+    fn elbo(&self) -> Option<f64> {
+        self.fit.elbo.map(|e| e.mean)
+    }
+
+    /// The Monte Carlo standard error of `elbo`.
+    #[getter]
+    fn elbo_mcse(&self) -> Option<f64> {
+        self.fit.elbo.map(|e| e.mcse)
+    }
+
+    /// What is wrong with the fit, in plain words (empty when its diagnostics find nothing):
+    /// a diverged or unstable run, k-hat above its threshold, skipped steps, NUTS divergences.
+    #[getter]
+    fn warnings(&self) -> Vec<String> {
+        self.fit.warnings()
+    }
+
+    /// Whether the fit's own diagnostics find nothing wrong (`warnings` is empty).
+    #[getter]
+    fn trusted(&self) -> bool {
+        self.fit.trusted()
+    }
+
+    /// `n` draws (n x d) resampled by their Pareto-smoothed importance weights: the
+    /// approximation corrected towards the posterior (variational methods with a density).
+    #[pyo3(signature = (n, seed = 0))]
+    fn sample_reweighted<'py>(
+        &self,
+        py: Python<'py>,
+        n: usize,
+        seed: u64,
+    ) -> PyResult<Bound<'py, PyArray2<f64>>> {
+        let q = self.fit.quality.as_ref().ok_or_else(|| {
+            pyo3::exceptions::PyValueError::new_err(format!(
+                "{} has no fit-quality diagnostic to reweight by",
+                self.fit.method.name()
+            ))
+        })?;
+        let mut rng = ChaCha8Rng::seed_from_u64(seed);
+        let draws = q.resample(n, &mut rng).map_err(to_py_err)?;
+        matrix(py, &draws)
     }
 
     /// Wall-clock seconds of the fit.
@@ -136,11 +212,12 @@ impl Posterior {
 
     fn __repr__(&self) -> String {
         format!(
-            "Posterior(method={:?}, dim={}, steps={}, termination={:?})",
+            "Posterior(method={:?}, dim={}, steps={}, termination={:?}, khat={})",
             self.fit.method.name(),
             self.dim,
             self.fit.steps,
-            self.termination()
+            self.termination(),
+            self.khat().map_or("None".into(), |k| format!("{k:.2}"))
         )
     }
 }

@@ -83,6 +83,7 @@ mod model;
 mod nuts;
 mod optim;
 mod posterior;
+pub mod quality;
 pub mod random;
 pub mod simd;
 mod stein;
@@ -92,8 +93,9 @@ pub mod testing;
 
 pub use engine::{
     apply_ascent, run, ConvergenceSettings, ConvergenceState, EarlyStopSettings, EarlyStopState,
-    Engine, EpochEnd, Epochs, LossTrace, NoObserver, NonFinitePolicy, ObjectiveWindows, Observer,
-    Progress, RowSource, RunResult, RunSettings, State, StepInfo, Termination, CHECKPOINT_FORMAT,
+    ElboEstimate, ElboTrack, Engine, EpochEnd, Epochs, LossTrace, NoObserver, NonFinitePolicy,
+    ObjectiveWindows, Observer, Progress, RowSource, RunResult, RunSettings, State, StepInfo,
+    Termination, CHECKPOINT_FORMAT,
 };
 pub use error::{Error, Result};
 pub use guide::{GuideSettings, Init};
@@ -113,6 +115,7 @@ pub use optim::{
     OptimizerState, PlateauSettings, Schedule, SgdState,
 };
 pub use posterior::{Mixture, MixtureDraws, Posterior};
+pub use quality::{fit_quality, FitQuality, DEFAULT_QUALITY_DRAWS};
 pub use stein::{AttractionNorm, GradientReuse, SteinSettings, SteinVi};
 pub use summary::{Summary, SummaryRow};
 pub use svi::{Svi, SviSettings};

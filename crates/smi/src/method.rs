@@ -28,7 +28,7 @@ use std::time::Instant;
 use rand_chacha::ChaCha8Rng;
 use serde::{Deserialize, Serialize};
 
-use crate::engine::{run, Engine, Observer, RunSettings, State, Termination};
+use crate::engine::{run, ElboEstimate, Engine, Observer, RunSettings, State, Termination};
 use crate::error::{Error, Result};
 use crate::guide::{GuideSettings, Init};
 use crate::matrix::Matrix;
@@ -36,6 +36,7 @@ use crate::model::{Layout, LogDensity};
 use crate::nuts::{Nuts, NutsResult, NutsSettings};
 use crate::optim::{OptimizerSettings, Schedule};
 use crate::posterior::Posterior;
+use crate::quality::{fit_quality, FitQuality};
 use crate::stein::{SteinSettings, SteinVi};
 use crate::summary::Summary;
 use crate::svi::{Svi, SviSettings};
@@ -236,6 +237,15 @@ impl MethodSettings {
         self
     }
 
+    /// The seed of every random choice of the fit.
+    pub fn seed(&self) -> u64 {
+        match self {
+            MethodSettings::Stein(s) => s.seed,
+            MethodSettings::Svi(s) => s.seed,
+            MethodSettings::Nuts(s) => s.seed,
+        }
+    }
+
     /// The optimizer of a variational method; NUTS has none and is left unchanged.
     pub fn with_optimizer(mut self, optimizer: OptimizerSettings) -> Self {
         match &mut self {
@@ -380,9 +390,19 @@ pub struct Fit {
     pub skipped_steps: u64,
     /// Seconds spent fitting.
     pub seconds: f64,
-    /// Why the run ended (NUTS: [`Termination::MaxSteps`]): the cap, early stopping, or the
-    /// convergence rule of [`RunSettings::convergence`].
+    /// Why the run ended (NUTS: [`Termination::MaxSteps`]): the cap, early stopping, the
+    /// convergence rule of [`RunSettings::convergence`], or a failed verdict on the ELBO
+    /// estimates ([`Termination::Diverged`], [`Termination::Unstable`]; docs/convergence.md).
     pub termination: Termination,
+    /// Why, in words, for [`Termination::Diverged`] and [`Termination::Unstable`].
+    pub termination_reason: Option<String>,
+    /// The run's ELBO at the end with its Monte Carlo standard error (the mean of the last
+    /// ≤ 500 finite step estimates; `None` for NUTS or when none was finite).
+    pub elbo: Option<ElboEstimate>,
+    /// The fit-quality diagnostic k̂ of the final approximation ([`crate::quality`]), computed
+    /// by [`fit`] for every variational method unless [`RunSettings::quality_draws`] is 0;
+    /// `None` for NUTS (judge it by R̂, ESS and divergences) and when not computed.
+    pub quality: Option<FitQuality>,
     /// The loss of every step: ‖φ‖ for Stein methods, −ELBO for OVI and MAP, −log p of every
     /// draw for NUTS.
     pub losses: Vec<f64>,
@@ -405,6 +425,93 @@ impl Fit {
     /// Whether the early-stopping rule ended the run.
     pub fn early_stopped(&self) -> bool {
         self.termination == Termination::EarlyStopped
+    }
+
+    /// Whether the fit can be trusted by its own diagnostics: its run did not diverge or turn
+    /// unstable, k̂ (where defined) is within its threshold, and NUTS's R̂ are below 1.01
+    /// without divergences.
+    pub fn trusted(&self) -> bool {
+        self.warnings().is_empty()
+    }
+
+    /// What is wrong with the fit, in plain words, one item per problem (empty when nothing
+    /// is): a diverged or unstable run, a k̂ above its threshold, a run that hit its step cap
+    /// before the convergence rule could fire, skipped steps, and for NUTS divergences and
+    /// R̂ > 1.01.
+    pub fn warnings(&self) -> Vec<String> {
+        let mut out = Vec::new();
+        if self.termination.is_failure() {
+            out.push(format!(
+                "the fit {}: {}",
+                self.termination,
+                self.termination_reason
+                    .as_deref()
+                    .unwrap_or("no reason recorded")
+            ));
+        }
+        if let Some(w) = self.quality.as_ref().and_then(FitQuality::warning) {
+            out.push(w);
+        }
+        if self.skipped_steps > 0 && self.nuts.is_none() {
+            out.push(format!(
+                "{} of {} steps were skipped for a non-finite log density or gradient",
+                self.skipped_steps, self.steps
+            ));
+        }
+        if let Some(n) = &self.nuts {
+            if n.divergences > 0 {
+                out.push(format!(
+                    "{} divergent transitions after warm-up: the sampler may miss part of the                      posterior (reparameterise, or raise target_accept)",
+                    n.divergences
+                ));
+            }
+        }
+        out
+    }
+
+    /// The lines a summary prints under its table: the termination (with the reason), the
+    /// ELBO ± its Monte Carlo standard error, k̂ (or what stands in for it) and every
+    /// [`Fit::warnings`] item as `WARNING: …`.
+    pub fn report(&self) -> Vec<String> {
+        let mut out = vec![format!(
+            "{}: {} after {} steps in {:.1} s",
+            self.method, self.termination, self.steps, self.seconds
+        )];
+        if let Some(e) = &self.elbo {
+            out.push(format!(
+                "ELBO (last {} steps): {:.6e} ± {:.2e} (Monte Carlo se)",
+                e.count, e.mean, e.mcse
+            ));
+        }
+        if let Some(q) = &self.quality {
+            out.push(q.note());
+            if let Some(e) = &q.elbo {
+                out.push(format!(
+                    "ELBO of the final approximation ({} draws): {:.6e} ± {:.2e}",
+                    e.count, e.mean, e.mcse
+                ));
+            }
+        }
+        out.extend(self.warnings().into_iter().map(|w| format!("WARNING: {w}")));
+        out
+    }
+
+    /// `n` PSIS-reweighted posterior draws in the constrained space (columns [`Fit::names`]):
+    /// the diagnostic's draws resampled by their Pareto-smoothed weights
+    /// ([`FitQuality::resample`]), seeded by `seed`.
+    ///
+    /// # Errors
+    /// [`Error::Unsupported`] when the fit has no diagnostic (NUTS, point masses, or
+    /// [`RunSettings::quality_draws`] = 0); as [`FitQuality::resample`].
+    pub fn reweighted_draws(&self, n: usize, seed: u64) -> Result<Matrix> {
+        let q = self.quality.as_ref().ok_or_else(|| {
+            Error::Unsupported(format!(
+                "{} has no fit-quality diagnostic to reweight by",
+                self.method
+            ))
+        })?;
+        let mut rng = <ChaCha8Rng as rand::SeedableRng>::seed_from_u64(seed);
+        self.layout.constrain_draws(&q.resample(n, &mut rng)?)
     }
 
     /// The names of the constrained parameters, the columns of [`Fit::draws`] (Stan's form:
@@ -432,10 +539,25 @@ impl Fit {
     /// # Errors
     /// As [`Fit::draws`].
     pub fn summary(&self, n_draws: usize, seed: u64) -> Result<Summary> {
-        match &self.nuts {
+        let table = match &self.nuts {
             Some(nuts) => Summary::from_nuts(nuts, &self.layout),
             None => Summary::from_draws(&self.names(), &self.draws(n_draws, seed)?),
-        }
+        }?;
+        Ok(table.with_notes(self.report()))
+    }
+
+    /// The summary of `n_draws` PSIS-reweighted draws ([`Fit::reweighted_draws`]), with the
+    /// same notes as [`Fit::summary`].
+    ///
+    /// # Errors
+    /// As [`Fit::reweighted_draws`].
+    pub fn reweighted_summary(&self, n_draws: usize, seed: u64) -> Result<Summary> {
+        let mut notes = self.report();
+        notes.push("draws reweighted by Pareto-smoothed importance sampling".into());
+        Ok(
+            Summary::from_draws(&self.names(), &self.reweighted_draws(n_draws, seed)?)?
+                .with_notes(notes),
+        )
     }
 }
 
@@ -463,6 +585,9 @@ pub fn fit<M: LogDensity + ?Sized>(
             skipped_steps: res.divergences as u64,
             seconds: t.elapsed().as_secs_f64(),
             termination: Termination::MaxSteps,
+            termination_reason: None,
+            elbo: None,
+            quality: None,
             losses: res.log_density.iter().map(|v| -v).collect(),
             elbos: Vec::new(),
             nuts: Some(res),
@@ -471,13 +596,29 @@ pub fn fit<M: LogDensity + ?Sized>(
     }
     let engine = settings.build(model)?;
     let res = run(engine.as_ref(), engine.init()?, run_settings, observer)?;
+    let mixture = engine.posterior(&res.state);
+    let quality = if run_settings.quality_draws > 0 && mixture.num_particles() > 0 {
+        // Its own seed stream: the diagnostic draws nothing from the run's generator.
+        let seed = settings.seed().wrapping_add(0x9e37_79b9_7f4a_7c15);
+        Some(fit_quality(
+            model,
+            &mixture,
+            run_settings.quality_draws,
+            seed,
+        )?)
+    } else {
+        None
+    };
     Ok(Fit {
         method,
-        posterior: Posterior::Mixture(engine.posterior(&res.state)),
+        posterior: Posterior::Mixture(mixture),
         steps: res.state.step,
         skipped_steps: res.state.skipped_steps,
         seconds: res.seconds,
         termination: res.termination,
+        termination_reason: res.reason,
+        elbo: res.elbo,
+        quality,
         losses: res.losses,
         elbos: res.elbos,
         state: Some(res.state),

@@ -54,6 +54,10 @@ pub struct SummaryRow {
 #[derive(Clone, Debug, PartialEq, Serialize)]
 pub struct Summary {
     rows: Vec<SummaryRow>,
+    /// Lines printed under the table (a fit's termination, ELBO, k̂ and warnings:
+    /// [`crate::Fit::report`]).
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    notes: Vec<String>,
 }
 
 impl Summary {
@@ -140,7 +144,21 @@ impl Summary {
                 }
             })
             .collect();
-        Ok(Summary { rows })
+        Ok(Summary {
+            rows,
+            notes: Vec::new(),
+        })
+    }
+
+    /// The lines printed under the table (empty for a bare table).
+    pub fn notes(&self) -> &[String] {
+        &self.notes
+    }
+
+    /// The same table with `notes` printed under it.
+    pub fn with_notes(mut self, notes: Vec<String>) -> Self {
+        self.notes = notes;
+        self
     }
 
     /// The rows, one per parameter.
@@ -236,6 +254,9 @@ impl fmt::Display for Summary {
         line(f, &header)?;
         for c in &cells {
             line(f, &c.iter().map(String::as_str).collect::<Vec<_>>())?;
+        }
+        for n in &self.notes {
+            writeln!(f, "{n}")?;
         }
         Ok(())
     }

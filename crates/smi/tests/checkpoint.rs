@@ -95,7 +95,9 @@ fn resume_from_checkpoint_is_bit_identical() {
     let full = run_steps(&e, 40);
     let mut st = e.init().unwrap();
     for _ in 0..17 {
-        e.step(&mut st, None).unwrap();
+        // As the run loop does: the step, then its ELBO estimate into the verdict's track.
+        let info = e.step(&mut st, None).unwrap();
+        st.elbo_track.push(info.elbo);
     }
     st.save(&path).unwrap();
     let rest = run_from(&e, e.load_state(&path).unwrap(), 40);

@@ -29,7 +29,7 @@ use anyhow::{anyhow, bail, Context, Result};
 use serde_json::{json, Map, Value};
 use smi::metrics::regression_metrics;
 use smi::metrics::{not_worse_than_best, Better, MeanStd, PAPER_ALPHA};
-use smi::{AttractionNorm, Matrix, NoObserver, NutsSettings, Observer, Posterior, Termination};
+use smi::{AttractionNorm, Matrix, NoObserver, NutsSettings, Observer, Posterior};
 use smi_data::{ColumnConvention, Prepared, Split, SplitKind, UciData, UciDataset};
 use smi_models::BnnRegression;
 
@@ -804,7 +804,8 @@ fn fit_and_evaluate(
                     observer.as_mut(),
                     label,
                 )?;
-                let stopped = f.termination == Termination::EarlyStopped;
+                // The early-stopping rule's own flag: a failed verdict may relabel the termination.
+                let stopped = f.state.early_stop.stopped;
                 let p = Posterior::Mixture(f.posterior);
                 let earlier = (f.earlier_seconds, f.earlier_cpu_seconds);
                 (p, f.state.step, f.seconds, stopped, earlier.0, earlier.1)

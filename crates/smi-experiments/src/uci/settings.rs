@@ -83,6 +83,9 @@ impl UnitSettings {
             max_steps: self.max_steps,
             early_stopping: (self.early_stopping && method.is_stein())
                 .then(EarlyStopSettings::default),
+            // The paper's protocol judges a fit by its test metrics; k̂ of a network's
+            // posterior (hundreds of weights) would cost full-data passes and say nothing new.
+            quality_draws: 0,
             ..Default::default()
         }
     }

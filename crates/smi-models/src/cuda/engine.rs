@@ -217,6 +217,10 @@ impl Engine for CudaSteinVi<'_> {
         self.cpu.posterior(state)
     }
 
+    fn elbo_is_objective(&self) -> bool {
+        self.cpu.elbo_is_objective()
+    }
+
     fn fingerprint(&self) -> String {
         self.cpu.fingerprint()
     }

@@ -6,6 +6,7 @@ mod early_stop;
 mod observe;
 mod runner;
 mod state;
+mod verdict;
 pub(crate) mod window;
 
 pub use convergence::{ConvergenceSettings, ConvergenceState};
@@ -13,6 +14,7 @@ pub use early_stop::{EarlyStopSettings, EarlyStopState};
 pub use observe::{EpochEnd, LossTrace, NoObserver, Observer, Progress};
 pub use runner::{run, Epochs, RowSource, RunResult, RunSettings, Termination};
 pub use state::{State, CHECKPOINT_FORMAT};
+pub use verdict::{ElboEstimate, ElboTrack};
 pub use window::ObjectiveWindows;
 
 use rand::SeedableRng;
@@ -84,6 +86,14 @@ pub trait Engine: Sync {
     /// A state whose particles do not have this engine's width (not one of its states) gives a
     /// mixture without particles, whose draws are an error.
     fn posterior(&self, state: &State) -> Mixture;
+
+    /// Whether the step's ELBO estimate is the engine's objective, which a sound run raises
+    /// (SMI, OVI, MAP: `true`, the default), or only reported beside it (SVGD, ASVGD, whose
+    /// particles lower their mean log density as they spread). The run's verdict
+    /// (docs/convergence.md) judges falls and heavy tails only for an objective.
+    fn elbo_is_objective(&self) -> bool {
+        true
+    }
 
     /// A string identifying settings and model shape; a checkpoint only loads into an engine
     /// with the same fingerprint.
@@ -192,6 +202,7 @@ impl<'a> Particles<'a> {
             early_stop: Default::default(),
             lr_schedule: Default::default(),
             convergence: Default::default(),
+            elbo_track: Default::default(),
             fingerprint,
         })
     }

@@ -13,6 +13,7 @@ use crate::engine::convergence::ConvergenceSettings;
 use crate::engine::early_stop::EarlyStopSettings;
 use crate::engine::observe::{EpochEnd, Observer, Progress};
 use crate::engine::state::State;
+use crate::engine::verdict::ElboEstimate;
 use crate::engine::Engine;
 use crate::error::{Error, Result};
 
@@ -76,7 +77,7 @@ impl Epochs {
 }
 
 /// How long to run and what to do along the way.
-#[derive(Clone, Debug, PartialEq, Default)]
+#[derive(Clone, Debug, PartialEq)]
 pub struct RunSettings {
     /// Run until `state.step == max_steps` (a resumed state continues to the same total): the
     /// cap, with a convergence rule.
@@ -94,6 +95,24 @@ pub struct RunSettings {
     pub checkpoint_every: u64,
     /// Where each step's rows come from (default: the engine's own).
     pub rows: RowSource,
+    /// S, the draws of the fit-quality diagnostic k̂ that [`crate::fit`] computes after a
+    /// variational run ([`crate::quality`]); 0 skips it. Default
+    /// [`crate::DEFAULT_QUALITY_DRAWS`] = 2000. [`run`] itself ignores it.
+    pub quality_draws: usize,
+}
+
+impl Default for RunSettings {
+    fn default() -> Self {
+        RunSettings {
+            max_steps: 0,
+            early_stopping: None,
+            convergence: None,
+            checkpoint: None,
+            checkpoint_every: 0,
+            rows: RowSource::Engine,
+            quality_draws: crate::quality::DEFAULT_QUALITY_DRAWS,
+        }
+    }
 }
 
 impl RunSettings {
@@ -119,14 +138,51 @@ impl RunSettings {
 }
 
 /// Why a run ended.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+///
+/// A run whose ELBO estimates fail the verdict of docs/convergence.md ("When a fit cannot be
+/// trusted") ends as [`Termination::Diverged`] or [`Termination::Unstable`] whatever stopped
+/// it, with the reason in [`RunResult::reason`]: a run never reports
+/// [`Termination::Converged`] (or a plain [`Termination::MaxSteps`]) over non-finite, absurd,
+/// heavy-tailed or falling ELBO estimates.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
 pub enum Termination {
     /// The step budget (the cap) was used up.
     MaxSteps,
     /// The early-stopping rule fired.
     EarlyStopped,
-    /// The convergence rule fired: the ELBO estimate stopped improving.
+    /// The convergence rule fired: the ELBO estimate stopped improving (and no longer trends).
     Converged,
+    /// The ELBO estimates became non-finite or absurdly small: the result is not a fit.
+    Diverged,
+    /// The ELBO estimates are heavy-tailed, sometimes non-finite, or fell below the start or
+    /// far from their best: the result is not to be trusted.
+    Unstable,
+}
+
+impl Termination {
+    /// Lower-case name, as in Python results and on the command line: `"max_steps"`,
+    /// `"early_stopped"`, `"converged"`, `"diverged"`, `"unstable"`.
+    pub fn name(self) -> &'static str {
+        match self {
+            Termination::MaxSteps => "max_steps",
+            Termination::EarlyStopped => "early_stopped",
+            Termination::Converged => "converged",
+            Termination::Diverged => "diverged",
+            Termination::Unstable => "unstable",
+        }
+    }
+
+    /// Whether the run ended in a failure ([`Termination::Diverged`] or
+    /// [`Termination::Unstable`]).
+    pub fn is_failure(self) -> bool {
+        matches!(self, Termination::Diverged | Termination::Unstable)
+    }
+}
+
+impl std::fmt::Display for Termination {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(self.name())
+    }
 }
 
 /// The outcome of [`run`].
@@ -140,12 +196,21 @@ pub struct RunResult {
     pub elbos: Vec<f64>,
     /// Why the run ended.
     pub termination: Termination,
+    /// Why, in words, for [`Termination::Diverged`] and [`Termination::Unstable`] (`None`
+    /// otherwise).
+    pub reason: Option<String>,
+    /// The ELBO at the end: the mean of the last ≤ 500 finite estimates and its Monte Carlo
+    /// standard error (`None` when none was finite).
+    pub elbo: Option<ElboEstimate>,
     /// Wall-clock seconds of this call.
     pub seconds: f64,
 }
 
 /// Steps `engine` from `state` until `settings.max_steps`, the early-stopping rule, the
-/// convergence rule, or an error.
+/// convergence rule, or an error, then judges the run's ELBO estimates
+/// ([`crate::ElboTrack::verdict`]): a run that fails the verdict ends as
+/// [`Termination::Diverged`] or [`Termination::Unstable`] with the reason. The convergence
+/// rule does not fire while the recent estimates still trend ([`crate::ElboTrack::trend`]).
 ///
 /// Observers see every step. With a checkpoint file, the state is saved atomically every
 /// `checkpoint_every` steps and at the end. A state whose rule has already fired (early
@@ -202,6 +267,7 @@ pub fn run<E: Engine + ?Sized>(
         };
         losses.push(info.loss);
         elbos.push(info.elbo);
+        state.elbo_track.push(info.elbo);
         if info.loss.is_finite() {
             epoch_sum += info.loss;
             epoch_count += 1;
@@ -221,7 +287,13 @@ pub fn run<E: Engine + ?Sized>(
             if state.convergence.update(c, state.step, info.elbo, cuts)
                 && termination == Termination::MaxSteps
             {
-                termination = Termination::Converged;
+                if state.elbo_track.trend().is_some() {
+                    // Not flat yet: wait another `patience` windows.
+                    state.convergence.converged = false;
+                    state.convergence.windows.wait = 0;
+                } else {
+                    termination = Termination::Converged;
+                }
             }
         }
         if let Some(path) = &settings.checkpoint {
@@ -249,17 +321,25 @@ pub fn run<E: Engine + ?Sized>(
             }
         }
     }
+    let mut reason = None;
+    if let Some((verdict, why)) = state.elbo_track.verdict(engine.elbo_is_objective()) {
+        termination = verdict;
+        reason = Some(why);
+    }
     if let Some(path) = &settings.checkpoint {
         if saved_at != Some(state.step) {
             state.save(path)?;
         }
     }
     observer.on_finish();
+    let elbo = state.elbo_track.estimate();
     Ok(RunResult {
         state,
         losses,
         elbos,
         termination,
+        reason,
+        elbo,
         seconds: start.elapsed().as_secs_f64(),
     })
 }

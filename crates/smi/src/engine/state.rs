@@ -12,6 +12,7 @@ use serde::{Deserialize, Serialize};
 
 use crate::engine::convergence::ConvergenceState;
 use crate::engine::early_stop::EarlyStopState;
+use crate::engine::verdict::ElboTrack;
 use crate::error::{Error, Result};
 use crate::matrix::Matrix;
 use crate::optim::{LrScheduleState, OptimizerState};
@@ -43,6 +44,10 @@ pub struct State {
     /// The convergence rule's accumulators, fresh by default.
     #[serde(default)]
     pub convergence: ConvergenceState,
+    /// The recent ELBO estimates and block means the run's verdict is drawn from
+    /// (docs/convergence.md), fresh by default.
+    #[serde(default)]
+    pub elbo_track: ElboTrack,
     /// The engine configuration this state belongs to (settings and model shape), checked on
     /// load.
     pub fingerprint: String,
@@ -97,6 +102,7 @@ impl State {
             }
         }
         self.lr_schedule.validate()?;
+        self.elbo_track.validate()?;
         self.convergence.validate()
     }
 
@@ -254,6 +260,7 @@ mod tests {
             early_stop: EarlyStopState::default(),
             lr_schedule: LrScheduleState::default(),
             convergence: ConvergenceState::default(),
+            elbo_track: ElboTrack::default(),
             fingerprint: "tiny".into(),
         }
     }

@@ -250,6 +250,11 @@ impl<M: LogDensity + ?Sized> Engine for SteinVi<'_, M> {
         self.particles().mixture(state)
     }
 
+    /// `false` for point masses (SVGD, ASVGD), `true` for SMI's guides.
+    fn elbo_is_objective(&self) -> bool {
+        self.settings.guide != crate::GuideSettings::Delta
+    }
+
     fn fingerprint(&self) -> String {
         engine::fingerprint(self.name(), self.model, &self.settings)
     }
