@@ -71,6 +71,7 @@ def fit(
     num_warmup: int | None = None,
     num_samples: int | None = None,
     num_chains: int | None = None,
+    quality_draws: int | None = None,
 ) -> Posterior:
     """Fit the posterior of a batched log density by ``method``.
 
@@ -98,6 +99,8 @@ def fit(
         init_radius: particles start uniform in (-r, r).
         seed: the seed of every random choice; the same seed gives the same result.
         num_warmup, num_samples, num_chains: NUTS's warm-up and draws per chain, and chains.
+        quality_draws: the draws of the fit-quality diagnostic k-hat, computed after a
+            variational fit in batches of at most 256 (default 2000; 0 skips it).
 
     Returns:
         A ``Posterior``: ``sample(n, seed)``, ``mean``, ``var``, ``losses``, ``elbos``,
@@ -132,6 +135,7 @@ def fit(
         num_warmup=num_warmup,
         num_samples=num_samples,
         num_chains=num_chains,
+        quality_draws=quality_draws,
     )
     for problem in post.warnings:
         warnings.warn(f"smi.fit ({method}): {problem}", UserWarning, stacklevel=2)

@@ -69,6 +69,7 @@ def fit(
     num_warmup: int | None = None,
     num_samples: int | None = None,
     num_chains: int | None = None,
+    quality_draws: int | None = None,
 ) -> Posterior: ...
 
 class BnnModel:

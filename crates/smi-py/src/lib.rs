@@ -41,7 +41,7 @@ pub fn to_py_err(err: smi::Error) -> PyErr {
 #[pyo3(signature = (
     logdensity, dim, method = "smi", *, num_stein_particles = None, num_elbo_particles = None,
     num_steps = None, converge = true, optimizer = None, constant_lr = false, lr = None, init_radius = None, seed = 0,
-    num_warmup = None, num_samples = None, num_chains = None
+    num_warmup = None, num_samples = None, num_chains = None, quality_draws = None
 ))]
 #[allow(clippy::too_many_arguments)]
 fn fit(
@@ -61,6 +61,7 @@ fn fit(
     num_warmup: Option<usize>,
     num_samples: Option<usize>,
     num_chains: Option<usize>,
+    quality_draws: Option<usize>,
 ) -> PyResult<Posterior> {
     if !logdensity.bind(py).is_callable() {
         return Err(PyValueError::new_err("logdensity must be callable"));
@@ -82,6 +83,7 @@ fn fit(
         num_warmup,
         num_samples,
         num_chains,
+        quality_draws,
     };
     let (settings, run) = options.build().map_err(to_py_err)?;
     let model = PyDensity::new(logdensity, dim);

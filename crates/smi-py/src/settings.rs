@@ -32,6 +32,8 @@ pub struct FitOptions {
     pub num_samples: Option<usize>,
     /// NUTS chains.
     pub num_chains: Option<usize>,
+    /// `quality_draws`: S of the fit-quality diagnostic k̂ (`None`: 2000; 0 skips it).
+    pub quality_draws: Option<usize>,
 }
 
 /// The default step cap of a variational method when `num_steps` is not given: the cap the
@@ -95,11 +97,20 @@ impl FitOptions {
             ));
         }
         settings.validate()?;
-        let run = if self.converge {
+        let mut run = if self.converge {
             RunSettings::until_converged(steps)
         } else {
             RunSettings::steps(steps)
         };
+        if let Some(q) = self.quality_draws {
+            if q != 0 && q < 10 {
+                return Err(smi::Error::invalid(
+                    "quality_draws",
+                    format!("the k-hat diagnostic needs at least 10 draws (0 skips it), got {q}"),
+                ));
+            }
+            run.quality_draws = q;
+        }
         Ok((settings, run))
     }
 

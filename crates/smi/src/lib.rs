@@ -93,9 +93,9 @@ pub mod testing;
 
 pub use engine::{
     apply_ascent, run, ConvergenceSettings, ConvergenceState, EarlyStopSettings, EarlyStopState,
-    ElboEstimate, ElboTrack, Engine, EpochEnd, Epochs, LossTrace, NoObserver, NonFinitePolicy,
-    ObjectiveWindows, Observer, Progress, RowSource, RunResult, RunSettings, State, StepInfo,
-    Termination, CHECKPOINT_FORMAT,
+    ElboChecks, ElboEstimate, ElboTrack, Engine, EpochEnd, Epochs, LossTrace, NoObserver,
+    NonFinitePolicy, ObjectiveWindows, Observer, Progress, RowSource, RunResult, RunSettings,
+    State, StepInfo, Termination, CHECKPOINT_FORMAT,
 };
 pub use error::{Error, Result};
 pub use guide::{GuideSettings, Init};

@@ -441,9 +441,12 @@ impl Fit {
     pub fn warnings(&self) -> Vec<String> {
         let mut out = Vec::new();
         if self.termination.is_failure() {
+            let what = match self.termination {
+                Termination::Diverged => "the fit diverged",
+                _ => "the fit is unstable",
+            };
             out.push(format!(
-                "the fit {}: {}",
-                self.termination,
+                "{what}: {}",
                 self.termination_reason
                     .as_deref()
                     .unwrap_or("no reason recorded")

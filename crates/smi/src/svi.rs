@@ -229,6 +229,15 @@ impl<M: LogDensity + ?Sized> Engine for Svi<'_, M> {
         }
     }
 
+    /// Falls always (the update ascends the ELBO, or MAP's log density); heavy tails for
+    /// OVI's Monte Carlo estimate.
+    fn elbo_checks(&self) -> engine::ElboChecks {
+        engine::ElboChecks {
+            heavy_tails: self.settings.guide != GuideSettings::Delta,
+            falls: true,
+        }
+    }
+
     fn step(&self, state: &mut State, rows: Option<&[usize]>) -> Result<StepInfo> {
         let st = &self.settings;
         self.particles().check(state)?;

@@ -217,8 +217,8 @@ impl Engine for CudaSteinVi<'_> {
         self.cpu.posterior(state)
     }
 
-    fn elbo_is_objective(&self) -> bool {
-        self.cpu.elbo_is_objective()
+    fn elbo_checks(&self) -> smi::ElboChecks {
+        self.cpu.elbo_checks()
     }
 
     fn fingerprint(&self) -> String {

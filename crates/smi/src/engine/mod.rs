@@ -38,6 +38,20 @@ pub enum NonFinitePolicy {
     Error,
 }
 
+/// Which checks of the run's verdict an engine's ELBO estimates support (docs/convergence.md,
+/// "When a fit cannot be trusted"); the non-finite and magnitude checks apply to every engine.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct ElboChecks {
+    /// The estimate is a Monte Carlo average over draws of a guide with a density (SMI, OVI),
+    /// near Normal for an approximation that covers its target: heavy tails are a failure.
+    /// Not for point masses, whose full-batch estimate is deterministic.
+    pub heavy_tails: bool,
+    /// The update ascends the estimate's expectation (OVI's ELBO, MAP's log density), so a
+    /// fall below the start or far from the best is a failure. Not for the Stein updates,
+    /// whose repulsion may lower it (SVGD's spreading particles, SMI's guides pushed apart).
+    pub falls: bool,
+}
+
 /// What one step reports.
 #[derive(Clone, Copy, Debug, PartialEq)]
 #[non_exhaustive]
@@ -87,12 +101,11 @@ pub trait Engine: Sync {
     /// mixture without particles, whose draws are an error.
     fn posterior(&self, state: &State) -> Mixture;
 
-    /// Whether the step's ELBO estimate is the engine's objective, which a sound run raises
-    /// (SMI, OVI, MAP: `true`, the default), or only reported beside it (SVGD, ASVGD, whose
-    /// particles lower their mean log density as they spread). The run's verdict
-    /// (docs/convergence.md) judges falls and heavy tails only for an objective.
-    fn elbo_is_objective(&self) -> bool {
-        true
+    /// Which of the verdict's ELBO checks (docs/convergence.md) this engine's estimates
+    /// support. The default, none, suits an engine whose estimate is neither noisy by Monte
+    /// Carlo nor its update's objective.
+    fn elbo_checks(&self) -> ElboChecks {
+        ElboChecks::default()
     }
 
     /// A string identifying settings and model shape; a checkpoint only loads into an engine

@@ -322,7 +322,7 @@ pub fn run<E: Engine + ?Sized>(
         }
     }
     let mut reason = None;
-    if let Some((verdict, why)) = state.elbo_track.verdict(engine.elbo_is_objective()) {
+    if let Some((verdict, why)) = state.elbo_track.verdict(engine.elbo_checks()) {
         termination = verdict;
         reason = Some(why);
     }

@@ -250,9 +250,13 @@ impl<M: LogDensity + ?Sized> Engine for SteinVi<'_, M> {
         self.particles().mixture(state)
     }
 
-    /// `false` for point masses (SVGD, ASVGD), `true` for SMI's guides.
-    fn elbo_is_objective(&self) -> bool {
-        self.settings.guide != crate::GuideSettings::Delta
+    /// Heavy tails for SMI's guides; nothing for point masses; no falls (the repulsion may
+    /// lower the ELBO estimate).
+    fn elbo_checks(&self) -> engine::ElboChecks {
+        engine::ElboChecks {
+            heavy_tails: self.settings.guide != crate::GuideSettings::Delta,
+            falls: false,
+        }
     }
 
     fn fingerprint(&self) -> String {
