@@ -72,6 +72,7 @@ def fit(
     num_samples: int | None = None,
     num_chains: int | None = None,
     quality_draws: int | None = None,
+    repulsion_temperature: float | None = None,
 ) -> Posterior:
     """Fit the posterior of a batched log density by ``method``.
 
@@ -99,6 +100,8 @@ def fit(
         init_radius: particles start uniform in (-r, r).
         seed: the seed of every random choice; the same seed gives the same result.
         num_warmup, num_samples, num_chains: NUTS's warm-up and draws per chain, and chains.
+        repulsion_temperature: alpha, the weight of the Stein repulsion of SMI, SVGD and ASVGD
+            (NumPyro's name; default: the preset's).
         quality_draws: the draws of the fit-quality diagnostic k-hat, computed after a
             variational fit in batches of at most 256 (default 2000; 0 skips it).
 
@@ -136,6 +139,7 @@ def fit(
         num_samples=num_samples,
         num_chains=num_chains,
         quality_draws=quality_draws,
+        repulsion_temperature=repulsion_temperature,
     )
     for problem in post.warnings:
         warnings.warn(f"smi.fit ({method}): {problem}", UserWarning, stacklevel=2)

@@ -70,6 +70,7 @@ def fit(
     num_samples: int | None = None,
     num_chains: int | None = None,
     quality_draws: int | None = None,
+    repulsion_temperature: float | None = None,
 ) -> Posterior: ...
 
 class BnnModel:

@@ -41,7 +41,8 @@ pub fn to_py_err(err: smi::Error) -> PyErr {
 #[pyo3(signature = (
     logdensity, dim, method = "smi", *, num_stein_particles = None, num_elbo_particles = None,
     num_steps = None, converge = true, optimizer = None, constant_lr = false, lr = None, init_radius = None, seed = 0,
-    num_warmup = None, num_samples = None, num_chains = None, quality_draws = None
+    num_warmup = None, num_samples = None, num_chains = None, quality_draws = None,
+    repulsion_temperature = None
 ))]
 #[allow(clippy::too_many_arguments)]
 fn fit(
@@ -62,6 +63,7 @@ fn fit(
     num_samples: Option<usize>,
     num_chains: Option<usize>,
     quality_draws: Option<usize>,
+    repulsion_temperature: Option<f64>,
 ) -> PyResult<Posterior> {
     if !logdensity.bind(py).is_callable() {
         return Err(PyValueError::new_err("logdensity must be callable"));
@@ -84,6 +86,7 @@ fn fit(
         num_samples,
         num_chains,
         quality_draws,
+        repulsion_temperature,
     };
     let (settings, run) = options.build().map_err(to_py_err)?;
     let model = PyDensity::new(logdensity, dim);

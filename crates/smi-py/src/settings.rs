@@ -34,6 +34,8 @@ pub struct FitOptions {
     pub num_chains: Option<usize>,
     /// `quality_draws`: S of the fit-quality diagnostic k̂ (`None`: 2000; 0 skips it).
     pub quality_draws: Option<usize>,
+    /// `repulsion_temperature`: α, the weight of the Stein repulsion (Stein methods).
+    pub repulsion_temperature: Option<f64>,
 }
 
 /// The default step cap of a variational method when `num_steps` is not given: the cap the
@@ -69,6 +71,17 @@ impl FitOptions {
                 ));
             }
             settings = settings.with_elbo_draws(s);
+        }
+        if let Some(alpha) = self.repulsion_temperature {
+            match &mut settings {
+                MethodSettings::Stein(s) => s.repulsion_temperature = alpha,
+                _ => {
+                    return Err(smi::Error::invalid(
+                        "repulsion_temperature",
+                        format!("{method} has no repulsion (only smi, svgd and asvgd do)"),
+                    ))
+                }
+            }
         }
         if self.optimizer.is_some() || self.lr.is_some() || self.constant_lr {
             let optimizer = self.optimizer_settings(&settings)?;

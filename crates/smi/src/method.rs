@@ -752,6 +752,55 @@ mod tests {
     }
 
     #[test]
+    fn a_fit_that_never_saw_a_finite_density_says_so_everywhere() {
+        let never = crate::FnDensity::new(2, |_x: &[f64], g: &mut [f64]| {
+            g.fill(0.0);
+            f64::NAN
+        });
+        let f = fit(
+            &never,
+            &Method::Smi.preset(200),
+            &RunSettings::steps(200),
+            &mut NoObserver,
+        )
+        .unwrap();
+        assert_eq!(f.termination, Termination::Diverged);
+        assert!(f
+            .termination_reason
+            .as_deref()
+            .unwrap()
+            .contains("non-finite"));
+        assert!(!f.trusted());
+        let w = f.warnings();
+        assert!(w[0].starts_with("the fit diverged"), "{w:?}");
+        assert!(
+            w.iter()
+                .any(|w| w.contains("200 of 200 steps were skipped")),
+            "{w:?}"
+        );
+        assert_eq!(f.elbo, None);
+        let table = f.summary(100, 0).unwrap().to_string();
+        assert!(table.contains("WARNING: the fit diverged"), "{table}");
+        // An exact fit (OVI on a Gaussian) has a small k̂, an ELBO of log Z = 0 ± its se, and
+        // nothing to warn about.
+        let target = DiagNormal::standard(2).unwrap();
+        let f = fit(
+            &target,
+            &Method::Ovi.preset(3000).with_seed(2),
+            &RunSettings::until_converged(60_000),
+            &mut NoObserver,
+        )
+        .unwrap();
+        assert!(f.trusted(), "{:?}", f.warnings());
+        let q = f.quality.as_ref().unwrap();
+        assert!(q.khat.unwrap() < q.threshold);
+        let e = q.elbo.unwrap();
+        assert!(e.mean.abs() < 0.05 && e.mcse < 0.05, "{e:?}");
+        assert!(f.summary(100, 0).unwrap().to_string().contains("k-hat"));
+        assert_eq!(f.reweighted_draws(50, 1).unwrap().rows(), 50);
+    }
+
+    #[test]
     fn fit_returns_one_posterior_type_for_every_method() {
         let target = DiagNormal::standard(2).unwrap();
         for m in Method::ALL {
