@@ -133,7 +133,7 @@ impl FitQuality {
             acc += l.exp();
             cdf.push(acc);
         }
-        if !(acc > 0.0) {
+        if acc.is_nan() || acc <= 0.0 {
             return Err(Error::invalid(
                 "weights",
                 "every importance weight is zero: no draw of the approximation lies in the \

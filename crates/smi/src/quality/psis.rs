@@ -148,7 +148,7 @@ fn gpd_fit(x: &[f64]) -> (f64, f64) {
         }
     }
     let total: f64 = weights.iter().sum();
-    if !(total > 0.0) {
+    if total.is_nan() || total <= 0.0 {
         return (f64::INFINITY, f64::NAN);
     }
     let b_post = b.iter().zip(&weights).map(|(b, w)| b * w).sum::<f64>() / total;
