@@ -190,16 +190,12 @@ pub fn train(
     steps.0.on_finish();
     let mixture = engine.posterior(&state);
     // The fit-quality diagnostic (k̂), unless the user interrupted the fit.
-    let quality = if matches!(stop, Stop::Interrupted) || mixture.num_particles() == 0 {
-        None
+    let draws = if matches!(stop, Stop::Interrupted) {
+        0
     } else {
-        Some(smi::fit_quality(
-            model,
-            &mixture,
-            smi::DEFAULT_QUALITY_DRAWS,
-            seed ^ 0x9e37_79b9_7f4a_7c15,
-        )?)
+        smi::DEFAULT_QUALITY_DRAWS
     };
+    let quality = smi::quality::diagnose(model, &mixture, draws, seed)?;
     Ok(Trained {
         fit: Fit {
             method,

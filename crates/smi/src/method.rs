@@ -36,7 +36,7 @@ use crate::model::{Layout, LogDensity};
 use crate::nuts::{Nuts, NutsResult, NutsSettings};
 use crate::optim::{OptimizerSettings, Schedule};
 use crate::posterior::Posterior;
-use crate::quality::{fit_quality, FitQuality};
+use crate::quality::{diagnose, FitQuality};
 use crate::stein::{SteinSettings, SteinVi};
 use crate::summary::Summary;
 use crate::svi::{Svi, SviSettings};
@@ -600,18 +600,7 @@ pub fn fit<M: LogDensity + ?Sized>(
     let engine = settings.build(model)?;
     let res = run(engine.as_ref(), engine.init()?, run_settings, observer)?;
     let mixture = engine.posterior(&res.state);
-    let quality = if run_settings.quality_draws > 0 && mixture.num_particles() > 0 {
-        // Its own seed stream: the diagnostic draws nothing from the run's generator.
-        let seed = settings.seed().wrapping_add(0x9e37_79b9_7f4a_7c15);
-        Some(fit_quality(
-            model,
-            &mixture,
-            run_settings.quality_draws,
-            seed,
-        )?)
-    } else {
-        None
-    };
+    let quality = diagnose(model, &mixture, run_settings.quality_draws, settings.seed())?;
     Ok(Fit {
         method,
         posterior: Posterior::Mixture(mixture),
