@@ -347,6 +347,13 @@ pub fn attraction_suffix(norm: smi::AttractionNorm, sep: &str) -> String {
     }
 }
 
+/// What a config string gains for a reproduced NumPyro defect (docs/algorithms.md §2.8): nothing
+/// without one (the default), `{sep}defect=<name>` with one. Config strings are resume keys, so
+/// the default must leave them unchanged.
+pub fn defect_suffix(defect: Option<smi::NumpyroDefect>, sep: &str) -> String {
+    defect.map_or_else(String::new, |d| format!("{sep}defect={}", d.name()))
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

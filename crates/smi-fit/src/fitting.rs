@@ -122,6 +122,7 @@ pub(super) fn unit_settings(
             ..NutsSettings::uci()
         },
         attraction: Default::default(),
+        defect: None,
     }
 }
 

@@ -310,6 +310,7 @@ fn tiny_fit(steps: u64) -> (BnnRegression, UnitSettings) {
         early_stopping: false,
         nuts: NutsSettings::default(),
         attraction: Default::default(),
+        defect: None,
     };
     (model, s)
 }

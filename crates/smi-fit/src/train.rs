@@ -234,6 +234,7 @@ mod tests {
             early_stopping: false,
             nuts: Default::default(),
             attraction: Default::default(),
+            defect: None,
         };
         let optimizer =
             |schedule| match method_settings(Method::Smi, Some(0.01), &s, 0, schedule).unwrap() {

@@ -116,7 +116,7 @@ pub use optim::{
 };
 pub use posterior::{Mixture, MixtureDraws, Posterior};
 pub use quality::{fit_quality, FitQuality, DEFAULT_QUALITY_DRAWS};
-pub use stein::{AttractionNorm, GradientReuse, SteinSettings, SteinVi};
+pub use stein::{AttractionNorm, GradientReuse, NumpyroDefect, SteinSettings, SteinVi};
 pub use summary::{Summary, SummaryRow};
 pub use svi::{Svi, SviSettings};
 

@@ -39,7 +39,8 @@ use smi::metrics::{
 use smi::metrics::{not_worse_than_best, Better, MeanStd, PAPER_ALPHA};
 use smi::{
     AttractionNorm, Engine, EpochEnd, Epochs, Init, LogDensity, Matrix, Method, MethodSettings,
-    Mixture, Observer, OptimizerSettings, Progress, RowSource, RunSettings, Schedule, State,
+    Mixture, NumpyroDefect, Observer, OptimizerSettings, Progress, RowSource, RunSettings,
+    Schedule, State,
 };
 use smi_data::Mnist;
 use smi_models::BnnClassifier;
@@ -48,7 +49,7 @@ use crate::limits;
 use crate::locks;
 use crate::progress::Bar;
 use crate::records;
-use crate::records::attraction_suffix;
+use crate::records::{attraction_suffix, defect_suffix};
 use crate::tables;
 
 /// Name of the records file (`mnist.jsonl`) and of the report (`mnist.md`).
@@ -131,6 +132,12 @@ pub struct Args {
     /// non-default value enters the training key.
     #[arg(long, default_value = "paper")]
     pub attraction: AttractionNorm,
+    /// Reproduce a NumPyro defect in SMI, to test whether it explains a published number
+    /// (docs/algorithms.md §2.8, §2.9): `double-transform` (NumPyro 0.16–0.22, which the
+    /// paper's MNIST runs used) or `no-chain-rule` (NumPyro before #1883). A diagnostic switch,
+    /// never for inference; it enters SMI's training key.
+    #[arg(long, value_name = "DEFECT")]
+    pub defect: Option<NumpyroDefect>,
     /// Continue from `<out>/checkpoints/` when a checkpoint of the same training configuration
     /// exists (`--resume false` starts afresh and overwrites it).
     #[arg(long, default_value_t = true, action = ArgAction::Set)]
@@ -201,6 +208,7 @@ struct Plan {
     seed: u64,
     resume: bool,
     attraction: AttractionNorm,
+    defect: Option<NumpyroDefect>,
     progress: bool,
 }
 
@@ -267,6 +275,7 @@ impl Plan {
             seed: args.seed,
             resume: args.resume,
             attraction: args.attraction,
+            defect: args.defect,
             progress: std::env::var_os("SMI_NO_PROGRESS").is_none(),
         })
     }
@@ -306,9 +315,10 @@ impl Plan {
         };
         let guide = match method {
             Method::Smi => format!(
-                "m={PARTICLES} S={} normal(init=uniform(2),scale=0.1){}",
+                "m={PARTICLES} S={} normal(init=uniform(2),scale=0.1){}{}",
                 self.elbo_draws,
-                attraction_suffix(self.attraction, " ")
+                attraction_suffix(self.attraction, " "),
+                defect_suffix(self.defect, " ")
             ),
             Method::Svgd => format!("m={PARTICLES} delta(init=median15)"),
             Method::Asvgd => format!(
@@ -633,7 +643,10 @@ fn run_unit(
     .with_batch_size(Some(BATCH_SIZE))
     .with_seed(plan.seed);
     match (&mut settings, method) {
-        (MethodSettings::Stein(s), Method::Smi) => s.attraction = plan.attraction,
+        (MethodSettings::Stein(s), Method::Smi) => {
+            s.attraction = plan.attraction;
+            s.defect = plan.defect;
+        }
         (MethodSettings::Stein(s), Method::Asvgd) => {
             s.schedule = asvgd_schedule(total);
             // NumPyro's target, without the log-Jacobian (SteinSettings::svgd_numpyro_parity).

@@ -34,6 +34,7 @@ fn steps_per_epoch_drop_the_remainder() {
         seed: PAPER_SEED,
         resume: true,
         attraction: AttractionNorm::Paper,
+        defect: None,
         quick: false,
     };
     let plan = Plan::new(&args).unwrap();
@@ -60,6 +61,12 @@ fn steps_per_epoch_drop_the_remainder() {
     // the default adds nothing to the key
     let numpyro = Plan::new(&Args {
         attraction: AttractionNorm::Numpyro,
+        ..args.clone()
+    })
+    .unwrap();
+    // so is the double-transform switch, named in the key
+    let twice = Plan::new(&Args {
+        defect: Some(smi::NumpyroDefect::DoubleTransform),
         ..args
     })
     .unwrap();
@@ -67,6 +74,9 @@ fn steps_per_epoch_drop_the_remainder() {
     assert_ne!(key(&plan, Method::Smi), key(&numpyro, Method::Smi));
     assert_eq!(key(&plan, Method::Svgd), key(&numpyro, Method::Svgd));
     assert!(!key(&plan, Method::Smi).contains("attraction"));
+    assert!(key(&twice, Method::Smi).contains(" defect=double-transform"));
+    assert_eq!(key(&plan, Method::Svgd), key(&twice, Method::Svgd));
+    assert!(!key(&plan, Method::Smi).contains("defect"));
     assert_eq!(key(&plan, Method::Smi), key(&more, Method::Smi));
     assert_ne!(key(&plan, Method::Asvgd), key(&more, Method::Asvgd));
     assert_ne!(

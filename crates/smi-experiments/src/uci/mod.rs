@@ -29,7 +29,7 @@ use anyhow::{anyhow, bail, Context, Result};
 use serde_json::{json, Map, Value};
 use smi::metrics::regression_metrics;
 use smi::metrics::{not_worse_than_best, Better, MeanStd, PAPER_ALPHA};
-use smi::{AttractionNorm, Matrix, NoObserver, NutsSettings, Observer, Posterior};
+use smi::{AttractionNorm, Matrix, NoObserver, NumpyroDefect, NutsSettings, Observer, Posterior};
 use smi_data::{ColumnConvention, Prepared, Split, SplitKind, UciData, UciDataset};
 use smi_models::BnnRegression;
 
@@ -51,7 +51,7 @@ pub const TUNE_EXPERIMENT: &str = "uci-lr";
 /// UCI net with its Adam moments, ≈ 50 000 numbers).
 pub const CHECKPOINT_EVERY: u64 = 5_000;
 
-use crate::records::attraction_suffix;
+use crate::records::{attraction_suffix, defect_suffix};
 pub use settings::{fit, prediction_rng, UnitSettings};
 pub use smi::{Method, LR_GRID};
 
@@ -104,6 +104,12 @@ pub struct Args {
     /// NumPyro 0.16–0.22; docs/algorithms.md §2.8). Only a non-default value enters the config string.
     #[arg(long, default_value = "paper")]
     pub attraction: AttractionNorm,
+    /// Reproduce a NumPyro defect in SMI, to test whether it explains a published number
+    /// (docs/algorithms.md §2.8, §2.11): `no-chain-rule` (NumPyro before #1883, the paper's UCI
+    /// runs) or `double-transform` (NumPyro 0.16–0.22). A diagnostic switch, never for
+    /// inference; it enters SMI's config string, so its records sit beside the correct ones.
+    #[arg(long, value_name = "DEFECT")]
+    pub defect: Option<NumpyroDefect>,
     /// Units run at the same time (each also uses the rayon pool for its draws).
     #[arg(long, default_value_t = 1)]
     pub jobs: usize,
@@ -163,6 +169,7 @@ struct Plan {
     seed: u64,
     lr: LrMode,
     attraction: AttractionNorm,
+    defect: Option<NumpyroDefect>,
     progress: bool,
 }
 
@@ -198,6 +205,7 @@ impl Plan {
             seed: args.seed,
             lr: args.lr.parse()?,
             attraction: args.attraction,
+            defect: args.defect,
             progress: args.jobs <= 1 && std::env::var_os("SMI_NO_PROGRESS").is_none(),
         })
     }
@@ -213,6 +221,7 @@ impl Plan {
             early_stopping: true,
             nuts: self.nuts.clone(),
             attraction: self.attraction,
+            defect: self.defect,
         }
     }
 
@@ -228,12 +237,13 @@ impl Plan {
         let common = format!("b={}|init=U{}", self.batch_size, self.init_radius);
         let s = match method {
             Method::Smi => format!(
-                "lr={lr}|steps<={}|es=35x2|m={}|S={}|{common}|pred={}{}",
+                "lr={lr}|steps<={}|es=35x2|m={}|S={}|{common}|pred={}{}{}",
                 self.max_steps,
                 self.num_particles,
                 self.elbo_draws,
                 self.pred_draws,
-                attraction_suffix(self.attraction, "|")
+                attraction_suffix(self.attraction, "|"),
+                defect_suffix(self.defect, "|")
             ),
             Method::Svgd | Method::Asvgd => format!(
                 "lr={lr}|steps<={}|es=35x2|m={}|{common}|pred=particles",

@@ -7,7 +7,7 @@ use rand::SeedableRng;
 use rand_chacha::ChaCha8Rng;
 use smi::{
     AttractionNorm, EarlyStopSettings, Error, Fit, Init, LogDensity, Method, MethodSettings,
-    NutsSettings, Observer, OptimizerSettings, RunSettings,
+    NumpyroDefect, NutsSettings, Observer, OptimizerSettings, RunSettings,
 };
 
 /// Everything but the method, the learning rate and the seed that a fit needs.
@@ -29,6 +29,8 @@ pub struct UnitSettings {
     pub nuts: NutsSettings,
     /// SMI's attraction normalisation.
     pub attraction: AttractionNorm,
+    /// A NumPyro defect reproduced in SMI (a diagnostic switch; `None` for inference).
+    pub defect: Option<NumpyroDefect>,
 }
 
 impl UnitSettings {
@@ -66,6 +68,7 @@ impl UnitSettings {
             if method == Method::Smi {
                 s.num_elbo_particles = self.elbo_draws;
                 s.attraction = self.attraction;
+                s.defect = self.defect;
             }
         }
         if let MethodSettings::Svi(s) = &mut settings {

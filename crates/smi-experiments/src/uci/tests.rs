@@ -74,6 +74,7 @@ fn configs_differ_by_setting() {
     let q = Plan::new(&args(&["--max-steps", "100"])).unwrap();
     let r = Plan::new(&args(&["--seed", "3"])).unwrap();
     let a = Plan::new(&args(&["--attraction", "numpyro"])).unwrap();
+    let nd = Plan::new(&args(&["--defect", "no-chain-rule"])).unwrap();
     // the default attraction adds nothing: records made before the option still match
     assert_eq!(
         p.config(Method::Smi, Some(5e-5)),
@@ -83,6 +84,14 @@ fn configs_differ_by_setting() {
         let c = p.config(m, Some(1e-3));
         // only SMI has the attraction option
         assert_eq!(c == a.config(m, Some(1e-3)), m != Method::Smi, "{m}");
+        // and the defect switch: a different SMI config, named in it
+        let c_nd = nd.config(m, Some(1e-3));
+        assert_eq!(c == c_nd, m != Method::Smi, "{m}");
+        assert_eq!(
+            c_nd.contains("|defect=no-chain-rule"),
+            m == Method::Smi,
+            "{m}"
+        );
         assert_eq!(c, p.config(m, Some(1e-3)));
         assert_ne!(c, r.config(m, Some(1e-3)));
         if m != Method::Nuts {

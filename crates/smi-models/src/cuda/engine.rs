@@ -152,6 +152,8 @@ fn supported(settings: &SteinSettings) -> Result<()> {
         "per-pair gradient reuse (use gradient_reuse = shared)"
     } else if !settings.shared.is_empty() {
         "shared (non-mixture) parameters"
+    } else if settings.defect.is_some() {
+        "a reproduced NumPyro defect (a diagnostic switch: run it on the CPU)"
     } else {
         return Ok(());
     };

@@ -88,7 +88,8 @@ pub(crate) fn is_fused<M: LogDensity + ?Sized>(
 /// The ELBO gradients of `groups` independent sets of draws.
 ///
 /// `particles` are the Stein part of the particles (m×p_T, all of them without shared
-/// parameters); `noise` gives `groups·m·S` rows of noise of the Stein part (row (g·m + i)·S + s
+/// parameters); `denominator`, when given, the particles of the mixture denominator instead
+/// (the same shape; the double-transform defect, docs/algorithms.md §2.9); `noise` gives `groups·m·S` rows of noise of the Stein part (row (g·m + i)·S + s
 /// is draw s of particle i in group g); `batch` covers the same `groups·m·S` draws. With `shared`,
 /// each draw's shared columns are η. Returns one m×p_T matrix of ĝ per group, the mixture-ELBO
 /// estimate mean(τ·log p − log q_mix) over all draws, and ∇_η L.
@@ -103,6 +104,7 @@ pub(crate) fn elbo_gradients<M: LogDensity + ?Sized>(
     model: &M,
     guide: &GuideSettings,
     particles: &Matrix,
+    denominator: Option<&Matrix>,
     noise: Noise<'_>,
     batch: &Batch,
     tau: f64,
@@ -135,7 +137,18 @@ pub(crate) fn elbo_gradients<M: LogDensity + ?Sized>(
         // the common case, fused per chunk of draws (no K×d buffers of ε, θ or gradients); a
         // model that wants all K draws in one call (LogDensity::one_call_per_step) goes below
         return super::fused::elbo_gradients_normal(
-            model, particles, noise, batch, tau, s, groups, logp, logq, fused, prepared,
+            model,
+            particles,
+            denominator,
+            noise,
+            batch,
+            tau,
+            s,
+            groups,
+            logp,
+            logq,
+            fused,
+            prepared,
         );
     }
     let nd = guide.noise_dim(dt);
@@ -173,7 +186,7 @@ pub(crate) fn elbo_gradients<M: LogDensity + ?Sized>(
         None => (&theta[..], &grad[..], Vec::new()),
     };
     // A non-finite gradient propagates into ĝ and φ, which the step checks before updating.
-    guide.mixture_log_density(particles, theta, logq, gradq);
+    guide.mixture_log_density(denominator.unwrap_or(particles), theta, logq, gradq);
     let mut elbo = 0.0;
     for (lp, lq) in logp.iter().zip(logq.iter()) {
         elbo += tau * lp - lq;
@@ -299,6 +312,7 @@ mod tests {
             target,
             guide,
             parts,
+            None,
             Noise::Given(eps),
             &batch,
             1.0,
@@ -337,6 +351,7 @@ mod tests {
             &model(),
             &guide,
             &parts,
+            None,
             Noise::Given(&eps),
             &Batch::full(),
             1.0,

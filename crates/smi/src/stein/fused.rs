@@ -105,10 +105,16 @@ pub(crate) struct Scratch {
 impl Scratch {
     /// Computes the mixture's coefficients and σ (m×d) of `particles` (m×2d) ahead of the step
     /// that uses them, which then skips that work: so it can run beside the step's batch draw.
+    /// The coefficients are those of `denominator` when given (the same shape; the
+    /// double-transform defect, docs/algorithms.md §2.9).
     ///
     /// # Errors
     /// [`Error::Shape`] when a buffer cannot be allocated.
-    pub(crate) fn prepare(&mut self, particles: &Matrix) -> Result<()> {
+    pub(crate) fn prepare(
+        &mut self,
+        particles: &Matrix,
+        denominator: Option<&Matrix>,
+    ) -> Result<()> {
         let (m, d) = (particles.rows(), particles.cols() / 2);
         try_resize(&mut self.sigma, m * d, "the particles' m×d scales")?;
         try_resize(&mut self.slope, m * d, "the particles' m×d scale slopes")?;
@@ -118,7 +124,10 @@ impl Scratch {
             .with_min_len(MIN_PAR_VALUES.div_ceil(16 * d.max(1)))
             .enumerate()
             .for_each(|(i, (si, gi))| normal::scales_and_slopes_into(particles.row(i), si, gi));
-        self.coeffs.set(particles, Some(&self.sigma[..m * d]))
+        match denominator {
+            Some(q) => self.coeffs.set(q, None),
+            None => self.coeffs.set(particles, Some(&self.sigma[..m * d])),
+        }
     }
 
     /// Takes back the buffer of a step's ĝ (one group: `ghats[0]`) once the step is done with it.
@@ -150,6 +159,7 @@ fn grow<T: Clone + Default>(buf: &mut Vec<T>, len: usize, what: &str) -> Result<
 pub(crate) fn elbo_gradients_normal<M: LogDensity + ?Sized>(
     model: &M,
     particles: &Matrix,
+    denominator: Option<&Matrix>,
     noise: Noise<'_>,
     batch: &Batch,
     tau: f64,
@@ -165,7 +175,7 @@ pub(crate) fn elbo_gradients_normal<M: LogDensity + ?Sized>(
     let p = particles.cols();
     let k = groups * m * s;
     if !prepared {
-        scratch.prepare(particles)?;
+        scratch.prepare(particles, denominator)?;
     }
     let Scratch {
         partials,

@@ -12,7 +12,7 @@ mod shared;
 #[cfg(test)]
 mod tests;
 
-pub use settings::{AttractionNorm, GradientReuse, SteinSettings};
+pub use settings::{AttractionNorm, GradientReuse, NumpyroDefect, SteinSettings};
 
 use std::sync::Mutex;
 
@@ -137,6 +137,13 @@ impl<'a, M: LogDensity + ?Sized> SteinVi<'a, M> {
         let fused = force::is_fused(self.model, &st.guide, s, k, split.is_some());
         let big = k * self.model.dim() >= PAR_JOIN_VALUES;
         let prepare = fused && big;
+        // the particles of the mixture denominator: the particles, or with the double-transform
+        // defect (docs/algorithms.md §2.9) their scales transformed once more
+        let twice = match st.defect {
+            Some(settings::NumpyroDefect::DoubleTransform) => Some(double_transformed(parts)),
+            _ => None,
+        };
+        let denominator = twice.as_ref();
         let scratch_now = &mut *scratch;
         let (batch, prepared) = join_if(
             prepare,
@@ -146,7 +153,7 @@ impl<'a, M: LogDensity + ?Sized> SteinVi<'a, M> {
             },
             || {
                 if prepare {
-                    scratch_now.fused.prepare(parts)
+                    scratch_now.fused.prepare(parts, denominator)
                 } else {
                     Ok(())
                 }
@@ -170,6 +177,7 @@ impl<'a, M: LogDensity + ?Sized> SteinVi<'a, M> {
                     self.model,
                     &st.guide,
                     parts,
+                    denominator,
                     noise,
                     &batch,
                     tau,
@@ -184,10 +192,15 @@ impl<'a, M: LogDensity + ?Sized> SteinVi<'a, M> {
         );
         drop(scratch);
         let force::ElboGradients {
-            ghats,
+            mut ghats,
             elbo,
             grad_eta,
         } = result?;
+        if st.defect == Some(settings::NumpyroDefect::NoChainRule) {
+            for g in &mut ghats {
+                without_chain_rule(parts, g);
+            }
+        }
         let gram = gram?;
         let c_att = match st.attraction {
             AttractionNorm::Paper => 1.0 / m as f64,
@@ -288,6 +301,33 @@ impl<M: LogDensity + ?Sized> Engine for SteinVi<'_, M> {
             (phi.into_vec(), loss, elbo)
         });
         engine::apply_ascent(state, &st.optimizer, st.on_non_finite, result)
+    }
+}
+
+/// The particles of the double-transformed mixture denominator (docs/algorithms.md §2.9): each
+/// row [loc | ρ] becomes [loc | softplus(ρ)], whose scale softplus(softplus(ρ)) = softplus(σ)
+/// is what NumPyro 0.16–0.22 puts in the denominator.
+fn double_transformed(particles: &Matrix) -> Matrix {
+    let mut out = particles.clone();
+    let d = particles.cols() / 2;
+    for i in 0..out.rows() {
+        for r in &mut out.row_mut(i)[d..] {
+            *r = crate::model::softplus(*r);
+        }
+    }
+    out
+}
+
+/// ĝ (m×2d, rows [loc | ρ] of `particles`) as NumPyro before #1883 applied it
+/// (docs/algorithms.md §2.11): the gradient with respect to σ = softplus(ρ), ∂/∂σ =
+/// (∂/∂ρ)/sigmoid(ρ) = (∂/∂ρ)·(1 + e^(−ρ)), in place of the one with respect to ρ.
+fn without_chain_rule(particles: &Matrix, ghat: &mut Matrix) {
+    let d = particles.cols() / 2;
+    for i in 0..ghat.rows() {
+        let rho = &particles.row(i)[d..];
+        for (g, r) in ghat.row_mut(i)[d..].iter_mut().zip(rho) {
+            *g *= 1.0 + (-r).exp();
+        }
     }
 }
 

@@ -58,13 +58,57 @@ pub enum GradientReuse {
     PerPair,
 }
 
+/// A defect of a NumPyro version, reproduced on purpose to test whether it explains a published
+/// result (docs/algorithms.md §2.8, §2.9, §2.11). Never a default, never needed for inference:
+/// with either one the engine no longer follows the paper's mathematics. Both act on the
+/// Normal guide's scale, so the Delta guide (SVGD, ASVGD) refuses them.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum NumpyroDefect {
+    /// NumPyro before #1883 (≤ 0.15; the paper's UCI, 1-D and variance runs): the attraction's
+    /// gradient is taken with respect to the constrained scale σ = softplus(ρ) and applied to ρ
+    /// without the chain rule, so ĝ's ρ entries are the correct ones times
+    /// 1/sigmoid(ρ) = 1 + e^(−ρ) (docs/algorithms.md §2.11). Name: `no-chain-rule`.
+    NoChainRule,
+    /// NumPyro 0.16 to 0.22 (the paper's MNIST runs): the mixture denominator transforms the
+    /// scale twice, so component j enters log q_mix with scale softplus(σ_j) instead of σ_j
+    /// (docs/algorithms.md §2.9). Name: `double-transform`.
+    DoubleTransform,
+}
+
+impl NumpyroDefect {
+    /// The name on the command line and in records: `no-chain-rule` or `double-transform`.
+    pub fn name(self) -> &'static str {
+        match self {
+            NumpyroDefect::NoChainRule => "no-chain-rule",
+            NumpyroDefect::DoubleTransform => "double-transform",
+        }
+    }
+}
+
+impl std::str::FromStr for NumpyroDefect {
+    type Err = Error;
+
+    /// Parses `no-chain-rule` or `double-transform` (case-insensitive; `_` for `-` accepted).
+    fn from_str(s: &str) -> Result<Self> {
+        match s.trim().to_ascii_lowercase().replace('_', "-").as_str() {
+            "no-chain-rule" => Ok(NumpyroDefect::NoChainRule),
+            "double-transform" => Ok(NumpyroDefect::DoubleTransform),
+            _ => Err(Error::invalid(
+                "defect",
+                format!("unknown NumPyro defect {s:?}; valid: no-chain-rule, double-transform"),
+            )),
+        }
+    }
+}
+
 /// Settings of [`crate::SteinVi`]. Field names follow NumPyro.
 ///
 /// Defaults ([`SteinSettings::smi`]): Normal guide (init scale 0.1), uniform init radius 2,
 /// m = 5 particles, S = 10 ELBO draws, RBF kernel, Adam(0.1) with reduce-on-plateau (as
 /// [`crate::SviSettings::ovi`], chosen by measurement: docs/defaults.md), τ = α = 1, paper
 /// normalisation, shared gradients, constant schedule, full batch, log-Jacobian included,
-/// non-finite steps skipped, seed 0, no shared (non-mixture) parameters.
+/// non-finite steps skipped, seed 0, no shared (non-mixture) parameters, no reproduced defect.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 pub struct SteinSettings {
     /// m, the number of particles (mixture components).
@@ -113,6 +157,12 @@ pub struct SteinSettings {
     /// records and checkpoint fingerprints of runs without shared parameters are unchanged.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub shared: Vec<String>,
+    /// A NumPyro defect to reproduce ([`NumpyroDefect`]; default `None`, the paper's
+    /// mathematics). A diagnostic switch: never set it for inference. Omitted from the
+    /// serialised settings when `None`, so records and checkpoint fingerprints without it are
+    /// unchanged.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub defect: Option<NumpyroDefect>,
 }
 
 impl Default for SteinSettings {
@@ -141,6 +191,7 @@ impl SteinSettings {
             on_non_finite: NonFinitePolicy::Skip,
             seed: 0,
             shared: Vec::new(),
+            defect: None,
         }
     }
 
@@ -245,7 +296,8 @@ impl SteinSettings {
     /// # Errors
     /// [`Error::InvalidSettings`] naming the field: zero particles or draws, a negative or
     /// non-finite temperature, a bad optimizer, kernel, guide, init or schedule, a zero batch
-    /// size, `jacobian = false` with the Normal guide, a block named twice in `shared`, or
+    /// size, `jacobian = false` with the Normal guide, a block named twice in `shared`, a
+    /// `defect` with a guide other than Normal, or
     /// particle and draw counts whose
     /// products (the m×m kernel, the m·S draws of a step, times the batch size) would exceed
     /// the address space.
@@ -294,6 +346,17 @@ impl SteinSettings {
             )?;
         }
         self.schedule.validate()?;
+        if let Some(defect) = self.defect {
+            if !matches!(self.guide, GuideSettings::Normal { .. }) {
+                return Err(Error::invalid(
+                    "defect",
+                    format!(
+                        "{} acts on the Normal guide's scale; this guide has none",
+                        defect.name()
+                    ),
+                ));
+            }
+        }
         for (i, name) in self.shared.iter().enumerate() {
             if self.shared[..i].contains(name) {
                 return Err(Error::invalid(
