@@ -73,6 +73,7 @@ def fit(
     num_chains: int | None = None,
     quality_draws: int | None = None,
     repulsion_temperature: float | None = None,
+    guide: str | None = None,
 ) -> Posterior:
     """Fit the posterior of a batched log density by ``method``.
 
@@ -104,6 +105,10 @@ def fit(
             (NumPyro's name; default: the preset's).
         quality_draws: the draws of the fit-quality diagnostic k-hat, computed after a
             variational fit in batches of at most 256 (default 2000; 0 skips it).
+        guide: the guide family of SMI's particles and of OVI: ``"normal"`` (mean-field, the
+            default), ``"lowrank:R"`` (diagonal plus a rank-R factor: captures R directions
+            of correlation) or ``"fullrank"`` (every correlation; for small ``dim``, its cost
+            grows as ``dim`` squared). See ``docs/algorithms.md`` section 2.12.
 
     Returns:
         A ``Posterior``: ``sample(n, seed)``, ``mean``, ``var``, ``losses``, ``elbos``,
@@ -140,6 +145,7 @@ def fit(
         num_chains=num_chains,
         quality_draws=quality_draws,
         repulsion_temperature=repulsion_temperature,
+        guide=guide,
     )
     for problem in post.warnings:
         warnings.warn(f"smi.fit ({method}): {problem}", UserWarning, stacklevel=2)

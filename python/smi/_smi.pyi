@@ -71,6 +71,7 @@ def fit(
     num_chains: int | None = None,
     quality_draws: int | None = None,
     repulsion_temperature: float | None = None,
+    guide: str | None = None,
 ) -> Posterior: ...
 
 class BnnModel:

@@ -142,9 +142,11 @@ pub fn summary(m: &ModelFile, name: &str) -> String {
                 "{} particle(s) of a {} guide, d = {}",
                 h.payload.rows,
                 match h.payload.guide {
-                    Some(GuideSettings::Normal { .. }) => "mean-field Normal",
-                    Some(GuideSettings::Delta) => "point-mass (Delta)",
-                    None => "?",
+                    Some(GuideSettings::Normal { .. }) => "mean-field Normal".to_string(),
+                    Some(g @ GuideSettings::LowRank { .. }) => format!("{} Normal", g.name()),
+                    Some(GuideSettings::FullRank { .. }) => "full-rank Normal".to_string(),
+                    Some(GuideSettings::Delta) => "point-mass (Delta)".to_string(),
+                    None => "?".to_string(),
                 },
                 h.payload.dim
             ),

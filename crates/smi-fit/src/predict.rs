@@ -24,7 +24,7 @@ use super::metrics_report::{MetricsReport, ReportSettings};
 use super::model_file::{finite, Header, Metrics, ModelFile, Task};
 use super::reliability_plot;
 use super::targets::{targets, Targets};
-use smi::{GuideSettings, Posterior};
+use smi::Posterior;
 use smi_experiments::uci::prediction_rng;
 
 /// Options of `smi predict`.
@@ -154,7 +154,7 @@ pub(crate) fn std_normal(rng: &mut ChaCha8Rng) -> f64 {
 /// y draws of the interval (max(`draws`, K)).
 pub fn check_memory(h: &Header, fitted: &Posterior, draws: usize, rows: usize) -> Result<()> {
     let k = match fitted {
-        Posterior::Mixture(m) if matches!(m.guide(), GuideSettings::Normal { .. }) => draws,
+        Posterior::Mixture(m) if m.guide().is_normal() => draws,
         Posterior::Mixture(m) => m.particles().rows(),
         Posterior::Draws(d) => d.rows(),
     };

@@ -1,6 +1,8 @@
 //! Keyword arguments of `smi.fit` → the method layer's settings.
 
-use smi::{Init, LrSchedule, Method, MethodSettings, OptimizerSettings, RunSettings};
+use smi::{
+    GuideSettings, Init, LrSchedule, Method, MethodSettings, OptimizerSettings, RunSettings,
+};
 
 /// What `smi.fit` takes besides the model, with NumPyro's names where NumPyro has the setting.
 /// `None` keeps the method's preset.
@@ -36,6 +38,9 @@ pub struct FitOptions {
     pub quality_draws: Option<usize>,
     /// `repulsion_temperature`: α, the weight of the Stein repulsion (Stein methods).
     pub repulsion_temperature: Option<f64>,
+    /// `guide`: the guide family of SMI and OVI, `"normal"`, `"lowrank:R"` or `"fullrank"`
+    /// ([`smi::GuideSettings::from_spec`]).
+    pub guide: Option<String>,
 }
 
 /// The default step cap of a variational method when `num_steps` is not given: the cap the
@@ -82,6 +87,19 @@ impl FitOptions {
                     ))
                 }
             }
+        }
+        if let Some(spec) = &self.guide {
+            let guide = GuideSettings::from_spec(spec)?;
+            if !matches!(method, Method::Smi | Method::Ovi) || !guide.is_normal() {
+                return Err(smi::Error::invalid(
+                    "guide",
+                    format!(
+                        "{method} with guide {spec:?}: the guide families normal, lowrank:R and \
+                         fullrank are for smi and ovi (svgd, asvgd and map use point masses)"
+                    ),
+                ));
+            }
+            settings = settings.with_guide(guide);
         }
         if self.optimizer.is_some() || self.lr.is_some() || self.constant_lr {
             let optimizer = self.optimizer_settings(&settings)?;

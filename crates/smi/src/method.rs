@@ -291,6 +291,21 @@ impl MethodSettings {
         self
     }
 
+    /// The guide family of SMI's particles or OVI's one guide (`guide` must be a Normal of
+    /// either kind, [`GuideSettings::is_normal`]); the point-mass methods and NUTS are left
+    /// unchanged, and so is every method when `guide` is [`GuideSettings::Delta`] (use SVGD or
+    /// MAP for point masses).
+    pub fn with_guide(mut self, guide: GuideSettings) -> Self {
+        if guide.is_normal() {
+            match &mut self {
+                MethodSettings::Stein(s) if s.guide.is_normal() => s.guide = guide,
+                MethodSettings::Svi(s) if s.guide.is_normal() => s.guide = guide,
+                _ => {}
+            }
+        }
+        self
+    }
+
     /// S, the ELBO draws per particle of SMI and OVI; the point-mass methods and NUTS draw
     /// nothing and are left unchanged.
     pub fn with_elbo_draws(mut self, num_elbo_particles: usize) -> Self {

@@ -185,6 +185,8 @@ impl TryFrom<RawMixture> for Mixture {
 fn guide_name(guide: &GuideSettings) -> &'static str {
     match guide {
         GuideSettings::Normal { .. } => "Normal",
+        GuideSettings::LowRank { .. } => "low-rank Normal",
+        GuideSettings::FullRank { .. } => "full-rank Normal",
         GuideSettings::Delta => "Delta",
     }
 }
@@ -204,18 +206,15 @@ impl Mixture {
     ///
     /// # Errors
     /// [`Error::Shape`] unless `particles` has p = `guide.param_dim(dim)` columns (2d for
-    /// Normal, d for Delta), or when p overflows.
+    /// Normal, d(2 + r) for low-rank, d for Delta), or when p overflows.
     pub fn new(guide: GuideSettings, particles: Matrix, dim: usize) -> Result<Self> {
-        let p = match guide {
-            GuideSettings::Normal { .. } => dim.checked_mul(2),
-            GuideSettings::Delta => Some(dim),
-        };
+        let p = guide.checked_param_dim(dim);
         if p != Some(particles.cols()) {
             return Err(Error::shape(
                 format!("mixture of {} guides", guide_name(&guide)),
                 match p {
                     Some(p) => format!("{p} particle columns for d = {dim}"),
-                    None => format!("a model dimension d = {dim} whose 2d does not overflow"),
+                    None => format!("a model dimension d = {dim} whose p does not overflow"),
                 },
                 format!("{} columns", particles.cols()),
             ));
@@ -229,11 +228,8 @@ impl Mixture {
 
     /// A mixture of no particles (0×p), whose draws are an error.
     pub(crate) fn empty(guide: GuideSettings, dim: usize) -> Self {
-        let p = match guide {
-            GuideSettings::Normal { .. } => dim.saturating_mul(2),
-            GuideSettings::Delta => dim,
-        };
-        // With no rows no method indexes a particle, even if 2d saturated.
+        let p = guide.param_dim(dim);
+        // With no rows no method indexes a particle, even if p saturated.
         Mixture {
             guide,
             particles: Matrix::zeros(0, p),
@@ -268,10 +264,18 @@ impl Mixture {
         })
     }
 
-    /// The m×d matrix of guide scales σ = softplus(ρ) (zeros for Delta).
+    /// The m×d matrix of each component's marginal sds: σ = softplus(ρ) for Normal,
+    /// σ_c √(1 + ‖v_c‖²) for low-rank, zeros for Delta.
     pub fn scales(&self) -> Matrix {
-        Matrix::from_fn(self.num_particles(), self.dim, |i, c| match self.guide {
-            GuideSettings::Normal { .. } => softplus(self.particles.get(i, self.dim + c)),
+        let d = self.dim;
+        Matrix::from_fn(self.num_particles(), d, |i, c| match self.guide {
+            GuideSettings::Normal { .. } => softplus(self.particles.get(i, d + c)),
+            GuideSettings::LowRank { rank, .. } => {
+                crate::guide::lowrank::marginal_sd(self.particles.row(i), rank, c)
+            }
+            GuideSettings::FullRank { .. } => {
+                crate::guide::fullrank::marginal_sd(self.particles.row(i), c)
+            }
             GuideSettings::Delta => 0.0,
         })
     }
@@ -307,6 +311,12 @@ impl Mixture {
                         row[j] = psi[j] + softplus(psi[d + j]) * e;
                     }
                 }
+                GuideSettings::LowRank { .. } | GuideSettings::FullRank { .. } => {
+                    let e: Vec<f64> = (0..self.guide.noise_dim(d))
+                        .map(|_| StandardNormal.sample(rng))
+                        .collect();
+                    self.guide.sample(psi, &e, row);
+                }
                 GuideSettings::Delta => row.copy_from_slice(&psi[..d]),
             }
         }
@@ -320,18 +330,21 @@ impl Mixture {
     /// As [`Mixture::sample`].
     pub fn predictive_draws<R: Rng + ?Sized>(&self, n: usize, rng: &mut R) -> Result<Matrix> {
         match self.guide {
-            GuideSettings::Normal { .. } => Ok(self.sample(n, rng)?.theta),
+            GuideSettings::Normal { .. }
+            | GuideSettings::LowRank { .. }
+            | GuideSettings::FullRank { .. } => Ok(self.sample(n, rng)?.theta),
             GuideSettings::Delta => Ok(self.locations()),
         }
     }
 
     /// Per-coordinate variance of the approximation: the mixture variance
-    /// mean_j σ_jc² + mean_j μ_jc² − (mean_j μ_jc)² for Normal, the ddof-0 variance of the
-    /// particles for Delta (docs/algorithms.md §7.1).
+    /// mean_j σ_jc² + mean_j μ_jc² − (mean_j μ_jc)² for Normal (the component's marginal variance
+    /// σ_jc²(1 + ‖v_jc‖²) in place of σ_jc² for low-rank), the ddof-0 variance of the particles for Delta
+    /// (docs/algorithms.md §7.1).
     pub fn marginal_variance(&self) -> Vec<f64> {
         let loc = self.locations();
         let mut var = loc.col_variances();
-        if let GuideSettings::Normal { .. } = self.guide {
+        if self.guide.is_normal() {
             let sc = self.scales();
             let m = self.num_particles().max(1) as f64;
             for (c, v) in var.iter_mut().enumerate() {

@@ -116,8 +116,8 @@ impl SviSettings {
     /// The draws one step evaluates: S for Normal, one for Delta.
     fn draws_per_step(&self) -> usize {
         match self.guide {
-            GuideSettings::Normal { .. } => self.num_elbo_particles,
-            GuideSettings::Delta => 1,
+            _ if self.guide.is_normal() => self.num_elbo_particles,
+            _ => 1,
         }
     }
 }
@@ -188,7 +188,8 @@ impl<'a, M: LogDensity + ?Sized> Svi<'a, M> {
         try_resize(&mut sc.theta, s * d, "the step's S×d draws")?;
         try_resize(&mut sc.logp, s, "the step's S log densities")?;
         try_resize(&mut sc.grad, s * d, "the step's S×d gradients")?;
-        st.guide.draw_noise(&mut state.rng, &mut sc.eps, d);
+        st.guide
+            .draw_noise(&mut state.rng, &mut sc.eps, st.guide.noise_dim(d));
         let mut batch = match rows {
             None => self.batcher.draw(&mut state.rng, s),
             Some(r) => Batch::shared(r.to_vec(), self.model.num_data()),
@@ -224,8 +225,8 @@ impl<M: LogDensity + ?Sized> Engine for Svi<'_, M> {
 
     fn name(&self) -> &str {
         match self.settings.guide {
-            GuideSettings::Normal { .. } => "ovi",
             GuideSettings::Delta => "map",
+            _ => "ovi",
         }
     }
 

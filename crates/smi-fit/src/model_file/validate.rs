@@ -186,8 +186,7 @@ impl Header {
             );
         }
         let cols = match (p.kind, p.guide) {
-            (PayloadKind::Particles, Some(GuideSettings::Normal { .. })) => d.checked_mul(2),
-            (PayloadKind::Particles, Some(GuideSettings::Delta)) => Some(d),
+            (PayloadKind::Particles, Some(g)) => g.checked_param_dim(d),
             (PayloadKind::Particles, None) => bail!("particles without a guide (payload.guide)"),
             (PayloadKind::Draws, None) => Some(d),
             (PayloadKind::Draws, Some(_)) => bail!("NUTS draws with a guide (payload.guide)"),
@@ -197,9 +196,11 @@ impl Header {
                 "the payload has {} values per row, but {} of a network with d = {d} have {}",
                 p.cols,
                 match p.guide {
-                    Some(GuideSettings::Normal { .. }) => "Normal particles (2d)",
-                    Some(GuideSettings::Delta) => "point-mass particles (d)",
-                    None => "NUTS draws (d)",
+                    Some(GuideSettings::Normal { .. }) => "Normal particles (2d)".to_string(),
+                    Some(g @ GuideSettings::LowRank { .. }) => format!("{} particles", g.name()),
+                    Some(GuideSettings::FullRank { .. }) => "full-rank particles".to_string(),
+                    Some(GuideSettings::Delta) => "point-mass particles (d)".to_string(),
+                    None => "NUTS draws (d)".to_string(),
                 },
                 cols.map_or_else(|| "more than can be counted".into(), |c| c.to_string())
             );
@@ -276,7 +277,7 @@ impl Header {
             ),
             (
                 "payload.guide",
-                matches!(self.payload.guide, Some(GuideSettings::Normal { init_scale }) if !init_scale.is_finite()),
+                self.payload.guide.is_some_and(|g| g.validate().is_err()),
             ),
         ];
         checks.into_iter().find(|c| c.1).map(|c| c.0)

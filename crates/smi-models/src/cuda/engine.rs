@@ -147,7 +147,7 @@ impl<'a> CudaSteinVi<'a> {
 /// [`CudaError::Unsupported`] naming the setting.
 fn supported(settings: &SteinSettings) -> Result<()> {
     let why = if !matches!(settings.guide, GuideSettings::Normal { .. }) {
-        "the GPU engine runs SMI with the Normal guide (SVGD/ASVGD's point masses run on the CPU)"
+        "the GPU engine runs SMI with the mean-field Normal guide (SVGD/ASVGD's point masses and the low-rank and full-rank guides run on the CPU)"
     } else if settings.gradient_reuse != GradientReuse::Shared {
         "per-pair gradient reuse (use gradient_reuse = shared)"
     } else if !settings.shared.is_empty() {

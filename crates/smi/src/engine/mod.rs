@@ -414,7 +414,7 @@ pub(crate) fn validate_common(
     if batch_size == Some(0) {
         return Err(crate::Error::invalid("batch_size", "must be at least 1"));
     }
-    if !jacobian && matches!(guide, GuideSettings::Normal { .. }) {
+    if !jacobian && guide.is_normal() {
         return Err(crate::Error::invalid(
             "jacobian",
             "the Normal guide's density needs the log-Jacobian of constrained latents",

@@ -1,10 +1,14 @@
 //! Guides q(θ|ψ): the family each particle ψ parameterises (docs/algorithms.md §2.1, §2.5).
 //!
-//! Two families: the mean-field [`normal`] guide (AutoNormal: ψ = [loc | ρ], σ = softplus(ρ)) and
-//! the point-mass [`delta`] guide (AutoDelta: ψ = θ). Particles are stored unconstrained, one per
+//! Three families: the mean-field [`normal`] guide (AutoNormal: ψ = [loc | ρ], σ = softplus(ρ)),
+//! the [`lowrank`] Normal (ψ = [loc | ρ | V], Σ = S(I + VVᵀ)S), the [`fullrank`] Normal
+//! (ψ = [loc | ρ | strictly lower L], Σ = LLᵀ) and the point-mass [`delta`] guide
+//! (AutoDelta: ψ = θ). Particles are stored unconstrained, one per
 //! row of an m×p [`Matrix`].
 
 pub(crate) mod delta;
+pub(crate) mod fullrank;
+pub(crate) mod lowrank;
 pub(crate) mod mixture;
 mod noise;
 pub(crate) mod normal;
@@ -12,6 +16,7 @@ pub(crate) mod normal;
 pub(crate) use noise::NoiseKey;
 
 use rand::Rng;
+use rand_distr::Distribution;
 use serde::{Deserialize, Serialize};
 
 use crate::error::{Error, Result};
@@ -20,6 +25,10 @@ use crate::model::inv_softplus;
 use crate::model::Layout;
 use crate::model::LogDensity;
 
+/// The sd·√rank of the low-rank guide's initial factor entries (dimensionless: V is relative
+/// to the scales).
+const LOW_RANK_INIT_FACTOR: f64 = 0.1;
+
 /// Which guide family each particle parameterises.
 #[derive(Clone, Copy, Debug, PartialEq, Serialize, Deserialize)]
 #[serde(tag = "kind", rename_all = "snake_case")]
@@ -27,6 +36,23 @@ pub enum GuideSettings {
     /// Mean-field Normal: θ ~ N(loc, softplus(ρ)²) per coordinate; p = 2d.
     Normal {
         /// Initial σ of every coordinate (default 0.1, stored as ρ = ln(e^0.1 − 1)).
+        init_scale: f64,
+    },
+    /// Low-rank-plus-diagonal Normal (docs/algorithms.md §2.12): θ = loc + σ ⊙ (ε + V η) with
+    /// σ = softplus(ρ), V of d × `rank`, so Σ = S(I + VVᵀ)S with S = diag(σ) (the factor
+    /// W = SV stored relative to the scales); p = d(2 + rank).
+    LowRank {
+        /// Initial σ of every coordinate (default 0.1); V starts at N(0, 0.1²/rank) entries.
+        init_scale: f64,
+        /// r ≥ 1, the columns of W.
+        rank: usize,
+    },
+    /// Full-rank Normal (docs/algorithms.md §2.12): θ = loc + L ε with L lower triangular,
+    /// diagonal σ = softplus(ρ) and free entries below it, so Σ = LLᵀ (the Cholesky
+    /// factor); p = 2d + d(d − 1)/2. For small d: a draw's density costs O(d²) per component.
+    FullRank {
+        /// Initial σ of every coordinate (default 0.1); the entries below the diagonal start
+        /// at 0.
         init_scale: f64,
     },
     /// Point mass at ψ; p = d.
@@ -166,41 +192,132 @@ impl GuideSettings {
         GuideSettings::Normal { init_scale: 0.1 }
     }
 
+    /// The low-rank Normal guide of `rank` columns, init scale 0.1.
+    pub fn low_rank(rank: usize) -> Self {
+        GuideSettings::LowRank {
+            init_scale: 0.1,
+            rank,
+        }
+    }
+
+    /// The full-rank Normal guide, init scale 0.1.
+    pub fn full_rank() -> Self {
+        GuideSettings::FullRank { init_scale: 0.1 }
+    }
+
+    /// The guide named by `spec`: `normal` (mean-field), `lowrank:R` (rank R), `fullrank` or
+    /// `delta`; case-insensitive.
+    ///
+    /// # Errors
+    /// [`Error::InvalidSettings`] (field `guide`) for any other name or a rank that is not a
+    /// positive integer.
+    pub fn from_spec(spec: &str) -> Result<Self> {
+        let s = spec.trim().to_ascii_lowercase();
+        let bad = |why: String| Error::invalid("guide", why);
+        match s.as_str() {
+            "normal" | "meanfield" | "mean-field" => Ok(GuideSettings::normal()),
+            "fullrank" | "full-rank" => Ok(GuideSettings::full_rank()),
+            "delta" => Ok(GuideSettings::Delta),
+            _ => match s.strip_prefix("lowrank:").or(s.strip_prefix("low-rank:")) {
+                Some(r) => match r.trim().parse::<usize>() {
+                    Ok(rank) if rank >= 1 => Ok(GuideSettings::low_rank(rank)),
+                    _ => Err(bad(format!(
+                        "the rank in {spec:?} must be a positive integer"
+                    ))),
+                },
+                None => Err(bad(format!(
+                    "unknown guide {spec:?}; valid: normal, lowrank:R, fullrank, delta"
+                ))),
+            },
+        }
+    }
+
+    /// The guide's name: `normal`, `lowrank:R`, `fullrank` or `delta`.
+    pub fn name(&self) -> String {
+        match self {
+            GuideSettings::Normal { .. } => "normal".into(),
+            GuideSettings::FullRank { .. } => "fullrank".into(),
+            GuideSettings::LowRank { rank, .. } => format!("lowrank:{rank}"),
+            GuideSettings::Delta => "delta".into(),
+        }
+    }
+
+    /// Whether the guide is a Normal of either kind (it has a density and a scale).
+    pub fn is_normal(&self) -> bool {
+        !matches!(self, GuideSettings::Delta)
+    }
+
     /// Checks the parameters.
     ///
     /// # Errors
-    /// [`Error::InvalidSettings`] for a non-positive init scale.
+    /// [`Error::InvalidSettings`] for a non-positive init scale or a zero rank.
     pub fn validate(&self) -> Result<()> {
-        if let GuideSettings::Normal { init_scale } = *self {
-            if !(init_scale.is_finite() && init_scale > 0.0) {
-                return Err(Error::invalid(
-                    "init_scale",
-                    format!("must be positive and finite, got {init_scale}"),
-                ));
+        let init_scale = match *self {
+            GuideSettings::Normal { init_scale } | GuideSettings::FullRank { init_scale } => {
+                init_scale
             }
+            GuideSettings::LowRank { init_scale, rank } => {
+                if rank == 0 {
+                    return Err(Error::invalid("rank", "the low-rank guide needs rank ≥ 1"));
+                }
+                init_scale
+            }
+            GuideSettings::Delta => return Ok(()),
+        };
+        if !(init_scale.is_finite() && init_scale > 0.0) {
+            return Err(Error::invalid(
+                "init_scale",
+                format!("must be positive and finite, got {init_scale}"),
+            ));
         }
         Ok(())
     }
 
-    /// p, the number of guide parameters per particle for a model of dimension d.
+    /// p, the number of guide parameters per particle for a model of dimension d (saturating).
     pub fn param_dim(&self, d: usize) -> usize {
         match self {
             GuideSettings::Normal { .. } => 2 * d,
+            GuideSettings::LowRank { rank, .. } => d.saturating_mul(rank.saturating_add(2)),
+            GuideSettings::FullRank { .. } => fullrank::param_dim(d),
             GuideSettings::Delta => d,
         }
     }
 
-    /// Number of standard-normal noise values per draw (d for Normal, 0 for Delta).
+    /// p as [`GuideSettings::param_dim`], `None` when it overflows.
+    pub fn checked_param_dim(&self, d: usize) -> Option<usize> {
+        match self {
+            GuideSettings::Normal { .. } => d.checked_mul(2),
+            GuideSettings::LowRank { rank, .. } => d.checked_mul(rank.checked_add(2)?),
+            GuideSettings::FullRank { .. } => fullrank::checked_param_dim(d),
+            GuideSettings::Delta => Some(d),
+        }
+    }
+
+    /// Number of standard-normal noise values per draw (d for Normal and full-rank, d + r for
+    /// low-rank, 0 for Delta).
     pub fn noise_dim(&self, d: usize) -> usize {
         match self {
-            GuideSettings::Normal { .. } => d,
+            GuideSettings::Normal { .. } | GuideSettings::FullRank { .. } => d,
+            GuideSettings::LowRank { rank, .. } => d + rank,
             GuideSettings::Delta => 0,
+        }
+    }
+
+    /// The particle columns past loc and ρ (the factor) that belong to the model columns
+    /// `c0 .. c0 + w`, relative to the factor's first column: rows of V (low-rank), rows of
+    /// L's strictly lower triangle (full-rank); empty for the other guides.
+    pub(crate) fn factor_cols(&self, c0: usize, w: usize) -> std::ops::Range<usize> {
+        match self {
+            GuideSettings::LowRank { rank, .. } => c0 * rank..(c0 + w) * rank,
+            GuideSettings::FullRank { .. } => fullrank::tri(c0)..fullrank::tri(c0 + w),
+            GuideSettings::Normal { .. } | GuideSettings::Delta => 0..0,
         }
     }
 
     /// The particle columns (of p = `param_dim(d)`) that parameterise the model columns
     /// `theta_cols` (each < d), in the particle's order: the same columns for Delta; for Normal
-    /// the locs `theta_cols`, then the ρ columns `d + theta_cols`.
+    /// the locs `theta_cols`, then the ρ columns `d + theta_cols`; for low-rank those, then the
+    /// rows of W of `theta_cols`.
     pub fn param_columns(&self, theta_cols: &[usize], d: usize) -> Vec<usize> {
         match self {
             GuideSettings::Normal { .. } => theta_cols
@@ -208,6 +325,28 @@ impl GuideSettings {
                 .copied()
                 .chain(theta_cols.iter().map(|c| d + c))
                 .collect(),
+            GuideSettings::LowRank { rank, .. } => theta_cols
+                .iter()
+                .copied()
+                .chain(theta_cols.iter().map(|c| d + c))
+                .chain(
+                    theta_cols
+                        .iter()
+                        .flat_map(|c| (0..*rank).map(move |k| 2 * d + c * rank + k)),
+                )
+                .collect(),
+            GuideSettings::FullRank { .. } => {
+                // every row of L in the columns' range (a row couples to all earlier columns)
+                let mut cols: Vec<usize> = theta_cols
+                    .iter()
+                    .copied()
+                    .chain(theta_cols.iter().map(|c| d + c))
+                    .collect();
+                for &c in theta_cols {
+                    cols.extend((0..c).map(|j| 2 * d + fullrank::tri(c) + j));
+                }
+                cols
+            }
             GuideSettings::Delta => theta_cols.to_vec(),
         }
     }
@@ -219,12 +358,28 @@ impl GuideSettings {
             GuideSettings::Normal { .. } => model_layout
                 .suffixed(".loc", 0)
                 .concat(&model_layout.suffixed(".scale", 0)),
+            GuideSettings::LowRank { rank, .. } => model_layout
+                .suffixed(".loc", 0)
+                .concat(&model_layout.suffixed(".scale", 0))
+                .concat(&model_layout.suffixed(".factor", 0).with_trailing_dim(*rank)),
+            GuideSettings::FullRank { .. } => {
+                let d = model_layout.dim();
+                let mut lower = Layout::default();
+                lower.push("scale_tril", vec![d * d.saturating_sub(1) / 2]);
+                model_layout
+                    .suffixed(".loc", 0)
+                    .concat(&model_layout.suffixed(".scale", 0))
+                    .concat(&lower)
+            }
             // Particles live on the unconstrained space: blocks as columns, constraints dropped.
             GuideSettings::Delta => model_layout.suffixed("", 0),
         }
     }
 
-    /// One particle: the initial location from `init`, and ρ = softplus⁻¹(init_scale).
+    /// One particle: the initial location from `init`, and ρ = softplus⁻¹(init_scale); for the
+    /// low-rank guide V's entries ~ N(0, 0.1²/rank), drawn after the location (V = 0 is a
+    /// stationary point of the ELBO in V, which the gradient's noise alone leaves slowly), so
+    /// the initial correlations are about ±0.01.
     ///
     /// # Errors
     /// From [`Init::draw`].
@@ -237,8 +392,18 @@ impl GuideSettings {
     ) -> Result<()> {
         let d = model.dim();
         init.draw(model, rng, &mut out[..d])?;
-        if let GuideSettings::Normal { init_scale } = *self {
-            out[d..2 * d].fill(inv_softplus(init_scale));
+        match *self {
+            GuideSettings::Normal { init_scale } => out[d..2 * d].fill(inv_softplus(init_scale)),
+            GuideSettings::LowRank { init_scale, rank } => {
+                out[d..2 * d].fill(inv_softplus(init_scale));
+                let sd = LOW_RANK_INIT_FACTOR / (rank as f64).sqrt();
+                for w in &mut out[2 * d..] {
+                    let e: f64 = rand_distr::StandardNormal.sample(&mut *rng);
+                    *w = sd * e;
+                }
+            }
+            GuideSettings::FullRank { init_scale } => out[d..2 * d].fill(inv_softplus(init_scale)),
+            GuideSettings::Delta => {}
         }
         Ok(())
     }
@@ -261,7 +426,9 @@ impl GuideSettings {
     /// `None`, and nothing drawn, for Delta.
     pub(crate) fn noise_key<R: Rng + ?Sized>(&self, rng: &mut R) -> Option<NoiseKey> {
         match self {
-            GuideSettings::Normal { .. } => Some(NoiseKey::draw(rng)),
+            GuideSettings::Normal { .. }
+            | GuideSettings::LowRank { .. }
+            | GuideSettings::FullRank { .. } => Some(NoiseKey::draw(rng)),
             GuideSettings::Delta => None,
         }
     }
@@ -271,6 +438,8 @@ impl GuideSettings {
     pub fn sample(&self, psi: &[f64], eps: &[f64], theta: &mut [f64]) {
         match self {
             GuideSettings::Normal { .. } => normal::sample(psi, eps, theta),
+            GuideSettings::LowRank { rank, .. } => lowrank::sample(psi, *rank, eps, theta),
+            GuideSettings::FullRank { .. } => fullrank::sample(psi, eps, theta),
             GuideSettings::Delta => delta::sample(psi, theta),
         }
     }
@@ -289,6 +458,12 @@ impl GuideSettings {
             GuideSettings::Normal { .. } => {
                 normal::mixture_log_density(particles, theta, logq, grad)
             }
+            GuideSettings::LowRank { rank, .. } => {
+                lowrank::mixture_log_density(particles, *rank, theta, logq, grad)
+            }
+            GuideSettings::FullRank { .. } => {
+                fullrank::mixture_log_density(particles, theta, logq, grad)
+            }
             GuideSettings::Delta => {
                 logq.fill(-(particles.rows() as f64).ln());
                 grad.fill(0.0);
@@ -298,10 +473,12 @@ impl GuideSettings {
 
     /// Pulls per-draw directions δ_s = ∂ℓ/∂θ_s (S×d) back to the particle:
     /// `out = (1/S) Σ_s (∂θ_s/∂ψ)ᵀ δ_s` (length p). Normal: ∂/∂loc = mean δ,
-    /// ∂/∂ρ = mean(δ⊙ε)⊙sigmoid(ρ). Delta: mean δ.
+    /// ∂/∂ρ = mean(δ⊙ε)⊙sigmoid(ρ); low-rank also ∂/∂W = mean(δ ηᵀ). Delta: mean δ.
     pub fn pullback(&self, psi: &[f64], eps: &[f64], delta: &[f64], out: &mut [f64]) {
         match self {
             GuideSettings::Normal { .. } => normal::pullback(psi, eps, delta, out),
+            GuideSettings::LowRank { rank, .. } => lowrank::pullback(psi, *rank, eps, delta, out),
+            GuideSettings::FullRank { .. } => fullrank::pullback(psi, eps, delta, out),
             GuideSettings::Delta => delta::pullback(delta, out),
         }
     }
@@ -309,7 +486,8 @@ impl GuideSettings {
     /// Columns `c0 .. c0 + out_loc.len()` of [`GuideSettings::pullback`] for the directions
     /// δ_s = τ·`grad`_s − `gradq`_s (S×d each, d the model's dimension `d`), formed on the fly:
     /// the loc (Delta: ψ) entries into `out_loc`, the ρ entries (Normal; empty for Delta) into
-    /// `out_rho`. Bit-identical to `pullback` on the stored δ.
+    /// `out_rho`, the rows c0 .. of W (low-rank; empty otherwise) into `out_factor`.
+    /// Bit-identical to `pullback` on the stored δ.
     #[allow(clippy::too_many_arguments)]
     pub(crate) fn pullback_cols(
         &self,
@@ -322,11 +500,18 @@ impl GuideSettings {
         c0: usize,
         out_loc: &mut [f64],
         out_rho: &mut [f64],
+        out_factor: &mut [f64],
     ) {
         match self {
             GuideSettings::Normal { .. } => {
                 normal::pullback_cols(psi, eps, grad, gradq, tau, c0, out_loc, out_rho)
             }
+            GuideSettings::LowRank { rank, .. } => lowrank::pullback_cols(
+                psi, *rank, eps, grad, gradq, tau, c0, out_loc, out_rho, out_factor,
+            ),
+            GuideSettings::FullRank { .. } => fullrank::pullback_cols(
+                psi, eps, grad, gradq, tau, c0, out_loc, out_rho, out_factor,
+            ),
             GuideSettings::Delta => delta::pullback_cols(d, grad, gradq, tau, c0, out_loc),
         }
     }
@@ -334,15 +519,21 @@ impl GuideSettings {
     /// Adds ∇_ψ of the guide's entropy −E_q[log q] to `out` (OVI's full ELBO gradient; zero for
     /// Delta): ∂/∂ρ Σ log σ = sigmoid(ρ)/σ.
     pub fn add_entropy_grad(&self, psi: &[f64], out: &mut [f64]) {
-        if let GuideSettings::Normal { .. } = self {
-            normal::add_entropy_grad(psi, out);
+        match self {
+            GuideSettings::Normal { .. } => normal::add_entropy_grad(psi, out),
+            GuideSettings::LowRank { rank, .. } => lowrank::add_entropy_grad(psi, *rank, out),
+            GuideSettings::FullRank { .. } => fullrank::add_entropy_grad(psi, out),
+            GuideSettings::Delta => {}
         }
     }
 
-    /// The entropy of one particle's guide (Normal: Σ ln σ + d/2·ln(2πe); Delta: 0).
+    /// The entropy of one particle's guide (Normal: Σ ln σ + d/2·ln(2πe); low-rank:
+    /// ½ ln det Σ + d/2·ln(2πe); Delta: 0).
     pub fn entropy(&self, psi: &[f64]) -> f64 {
         match self {
             GuideSettings::Normal { .. } => normal::entropy(psi),
+            GuideSettings::LowRank { rank, .. } => lowrank::entropy(psi, *rank),
+            GuideSettings::FullRank { .. } => fullrank::entropy(psi),
             GuideSettings::Delta => 0.0,
         }
     }

@@ -329,6 +329,19 @@ impl Layout {
         }
     }
 
+    /// The same blocks, each with a trailing axis of length `r` appended to its shape (its
+    /// values r times as many, offsets following one another): the names of a d × r matrix's
+    /// rows by block, such as the low-rank guide's factor W.
+    pub fn with_trailing_dim(&self, r: usize) -> Layout {
+        let mut out = Layout::default();
+        for b in &self.blocks {
+            let mut shape = b.shape.clone();
+            shape.push(r);
+            out.push_block(b.name.clone(), shape, b.constraint);
+        }
+        out
+    }
+
     /// Concatenation of two layouts (the second shifted to follow the first, constraints
     /// kept).
     pub fn concat(&self, other: &Layout) -> Layout {

@@ -375,7 +375,7 @@ fn check_sizes(d: usize, st: &SteinSettings) -> Result<()> {
         "the K×d parameter draws of a step",
         &[groups, m, s, d],
     )?;
-    if let crate::GuideSettings::Normal { .. } = st.guide {
+    if st.guide.is_normal() {
         engine::buffer_len(
             "num_elbo_particles",
             "the K×m mixture densities of a step",

@@ -47,6 +47,19 @@ impl Shared {
         if names.is_empty() {
             return Ok(None);
         }
+        if matches!(
+            guide,
+            GuideSettings::LowRank { .. } | GuideSettings::FullRank { .. }
+        ) {
+            return Err(Error::invalid(
+                "shared",
+                format!(
+                    "shared (non-mixture) parameters need the mean-field Normal or the Delta \
+                     guide; the {} guide couples the shared and the Stein coordinates",
+                    guide.name()
+                ),
+            ));
+        }
         if model_layout.dim() != dim {
             return Err(Error::invalid(
                 "shared",
@@ -91,7 +104,7 @@ impl Shared {
         }
         let psi_frozen = match guide {
             GuideSettings::Normal { .. } => theta_shared.iter().map(|c| dim + c).collect(),
-            GuideSettings::Delta => Vec::new(),
+            _ => Vec::new(),
         };
         Ok(Some(Shared {
             dim,

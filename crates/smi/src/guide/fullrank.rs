@@ -1,0 +1,316 @@
+//! The full-rank Normal guide (docs/algorithms.md §2.12): ψ = [loc (d) | ρ (d) | the strictly
+//! lower triangle of L, row by row (d(d − 1)/2)], θ = loc + L ε with L lower triangular,
+//! diagonal σ = softplus(ρ), so q(θ|ψ) = N(loc, L Lᵀ). Every covariance has exactly one such
+//! L (the Cholesky factor), so no direction of ψ leaves q unchanged.
+//!
+//! Densities: with u = θ − loc and z = L⁻¹u (forward substitution),
+//! log q = −½‖z‖² − Σ_c ln σ_c − d/2·ln 2π and ∇_θ log q = −L⁻ᵀz. A (draw, component) pair
+//! costs O(d²): the guide is for small d.
+
+use rayon::prelude::*;
+
+use crate::matrix::Matrix;
+use crate::model::{sigmoid, softplus};
+
+const LN_2PI: f64 = 1.837_877_066_409_345_5;
+
+/// Draws per parallel task of the mixture density.
+const CHUNK_DRAWS: usize = 16;
+
+/// The offset of row `c`'s strictly lower entries L_c0 … L_c,c−1 in the packed triangle.
+pub(crate) fn tri(c: usize) -> usize {
+    c * c.saturating_sub(1) / 2
+}
+
+/// p = 2d + d(d − 1)/2 parameters of dimension d (saturating).
+pub(crate) fn param_dim(d: usize) -> usize {
+    d.saturating_mul(d.saturating_add(3)) / 2
+}
+
+/// p as [`param_dim`], `None` on overflow.
+pub(crate) fn checked_param_dim(d: usize) -> Option<usize> {
+    d.checked_mul(d.checked_add(3)?).map(|v| v / 2)
+}
+
+/// d of a particle of `p` parameters (the d with `param_dim(d) = p`).
+pub(crate) fn dim_of(p: usize) -> usize {
+    // d² + 3d − 2p = 0
+    let d = (((9 + 8 * p) as f64).sqrt() - 3.0) / 2.0;
+    let mut d = d.round() as usize;
+    while param_dim(d) > p {
+        d -= 1;
+    }
+    while param_dim(d + 1) <= p {
+        d += 1;
+    }
+    d
+}
+
+/// One component: its location, σ and packed strictly lower triangle.
+struct Component<'a> {
+    loc: &'a [f64],
+    sigma: Vec<f64>,
+    lower: &'a [f64],
+    constant: f64,
+}
+
+impl<'a> Component<'a> {
+    fn new(psi: &'a [f64], d: usize) -> Self {
+        let sigma: Vec<f64> = psi[d..2 * d].iter().map(|r| softplus(*r)).collect();
+        let log_det: f64 = sigma.iter().map(|s| s.ln()).sum();
+        Component {
+            loc: &psi[..d],
+            lower: &psi[2 * d..],
+            constant: -log_det - 0.5 * d as f64 * LN_2PI,
+            sigma,
+        }
+    }
+
+    /// log N(θ), and ∇_θ of it into `g`; `z` scratch of d.
+    fn log_density(&self, theta: &[f64], g: &mut [f64], z: &mut [f64]) -> f64 {
+        let d = self.sigma.len();
+        let mut quad = 0.0;
+        for c in 0..d {
+            let row = &self.lower[tri(c)..tri(c) + c];
+            let lz: f64 = row.iter().zip(&z[..c]).map(|(a, b)| a * b).sum();
+            z[c] = (theta[c] - self.loc[c] - lz) / self.sigma[c];
+            quad += z[c] * z[c];
+        }
+        // g = −L⁻ᵀ z (back substitution)
+        for c in (0..d).rev() {
+            let mut s = z[c];
+            for (k, gk) in g.iter().enumerate().skip(c + 1) {
+                s -= self.lower[tri(k) + c] * gk;
+            }
+            g[c] = s / self.sigma[c];
+        }
+        for v in g.iter_mut() {
+            *v = -*v;
+        }
+        self.constant - 0.5 * quad
+    }
+}
+
+/// Reparameterised draws of one particle: `theta` (S×d) from `eps` (S×d).
+pub fn sample(psi: &[f64], eps: &[f64], theta: &mut [f64]) {
+    let d = dim_of(psi.len());
+    if d == 0 {
+        return;
+    }
+    let (loc, rest) = psi.split_at(d);
+    let (rho, lower) = rest.split_at(d);
+    for (t, e) in theta.chunks_exact_mut(d).zip(eps.chunks_exact(d)) {
+        for c in 0..d {
+            let row = &lower[tri(c)..tri(c) + c];
+            let le: f64 = row.iter().zip(&e[..c]).map(|(a, b)| a * b).sum();
+            t[c] = loc[c] + softplus(rho[c]) * e[c] + le;
+        }
+    }
+}
+
+/// log q_mix and ∇_θ log q_mix of K draws θ (K×d) under the m full-rank Normals of
+/// `particles`, the particles held constant. Rows run in parallel chunks.
+pub fn mixture_log_density(particles: &Matrix, theta: &[f64], logq: &mut [f64], grad: &mut [f64]) {
+    let m = particles.rows();
+    let d = dim_of(particles.cols());
+    let ln_m = (m.max(1) as f64).ln();
+    if d == 0 {
+        logq.fill(-ln_m);
+        return;
+    }
+    let comps: Vec<Component<'_>> = (0..m)
+        .map(|j| Component::new(particles.row(j), d))
+        .collect();
+    theta
+        .par_chunks(CHUNK_DRAWS * d)
+        .zip(logq.par_chunks_mut(CHUNK_DRAWS))
+        .zip(grad.par_chunks_mut(CHUNK_DRAWS * d))
+        .for_each(|((th, lq), g)| {
+            let mut z = vec![0.0; d];
+            let mut gj = vec![0.0; m * d];
+            let mut lj = vec![0.0; m];
+            for ((t, l), gr) in th
+                .chunks_exact(d)
+                .zip(lq.iter_mut())
+                .zip(g.chunks_exact_mut(d))
+            {
+                for (j, comp) in comps.iter().enumerate() {
+                    lj[j] = comp.log_density(t, &mut gj[j * d..(j + 1) * d], &mut z);
+                }
+                let mx = lj.iter().cloned().fold(f64::NEG_INFINITY, f64::max);
+                let mut total = 0.0;
+                for v in lj.iter_mut() {
+                    *v = (*v - mx).exp();
+                    total += *v;
+                }
+                *l = mx + total.ln() - ln_m;
+                gr.fill(0.0);
+                for (j, wj) in lj.iter().enumerate() {
+                    let wj = wj / total;
+                    for (o, v) in gr.iter_mut().zip(&gj[j * d..(j + 1) * d]) {
+                        *o += wj * v;
+                    }
+                }
+            }
+        });
+}
+
+/// Columns `c0 .. c0 + w` (w = `loc_out.len()`) of the pull-back of the directions
+/// δ_s = τ·`grad`_s − `gradq`_s (S×d each), with `eps` the S noise rows: ∂/∂loc = mean δ,
+/// ∂/∂ρ_c = mean(δ_c ε_c)·sigmoid(ρ_c), ∂/∂L_cj = mean(δ_c ε_j) for j < c (into `tri_out`: the
+/// packed rows c0 .. c0 + w of the triangle, `tri(c0 + w) − tri(c0)` values).
+#[allow(clippy::too_many_arguments)]
+pub(crate) fn pullback_cols(
+    psi: &[f64],
+    eps: &[f64],
+    grad: &[f64],
+    gradq: &[f64],
+    tau: f64,
+    c0: usize,
+    loc_out: &mut [f64],
+    rho_out: &mut [f64],
+    tri_out: &mut [f64],
+) {
+    let d = dim_of(psi.len());
+    let w = loc_out.len();
+    let s = grad.len() / d.max(1);
+    loc_out.fill(0.0);
+    rho_out.fill(0.0);
+    tri_out.fill(0.0);
+    let base = tri(c0);
+    for row in 0..s {
+        let e = &eps[row * d..(row + 1) * d];
+        for j in 0..w {
+            let c = c0 + j;
+            let delta = tau * grad[row * d + c] - gradq[row * d + c];
+            loc_out[j] += delta;
+            rho_out[j] += delta * e[c];
+            let off = tri(c) - base;
+            for (t, ek) in tri_out[off..off + c].iter_mut().zip(&e[..c]) {
+                *t += delta * ek;
+            }
+        }
+    }
+    let n = s.max(1) as f64;
+    for j in 0..w {
+        loc_out[j] /= n;
+        rho_out[j] *= sigmoid(psi[d + c0 + j]) / n;
+    }
+    for t in tri_out.iter_mut() {
+        *t /= n;
+    }
+}
+
+/// The whole pull-back of stored directions `delta` (S×d).
+pub fn pullback(psi: &[f64], eps: &[f64], delta: &[f64], out: &mut [f64]) {
+    let d = dim_of(psi.len());
+    let zeros = vec![0.0; delta.len()];
+    let (loc, rest) = out.split_at_mut(d);
+    let (rho, lower) = rest.split_at_mut(d);
+    pullback_cols(psi, eps, delta, &zeros, 1.0, 0, loc, rho, lower);
+}
+
+/// The entropy Σ ln σ_c + d/2·ln(2πe).
+pub fn entropy(psi: &[f64]) -> f64 {
+    let d = dim_of(psi.len());
+    psi[d..2 * d].iter().map(|r| softplus(*r).ln()).sum::<f64>() + 0.5 * d as f64 * (LN_2PI + 1.0)
+}
+
+/// Adds ∇_ψ of the entropy: sigmoid(ρ_c)/σ_c on ρ, nothing on loc or the triangle.
+pub fn add_entropy_grad(psi: &[f64], out: &mut [f64]) {
+    let d = dim_of(psi.len());
+    for c in 0..d {
+        let r = psi[d + c];
+        out[d + c] += sigmoid(r) / softplus(r);
+    }
+}
+
+/// The marginal sd √(σ_c² + Σ_{j<c} L_cj²) of coordinate `c`.
+pub(crate) fn marginal_sd(psi: &[f64], c: usize) -> f64 {
+    let d = dim_of(psi.len());
+    let row = &psi[2 * d + tri(c)..2 * d + tri(c) + c];
+    (softplus(psi[d + c]).powi(2) + row.iter().map(|v| v * v).sum::<f64>()).sqrt()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// d = 3: loc, ρ, then L10, L20, L21.
+    fn particle() -> Vec<f64> {
+        vec![0.3, -0.5, 1.2, -0.4, 0.2, -1.0, 0.6, -0.3, 0.8]
+    }
+
+    #[test]
+    fn sizes_round_trip() {
+        for d in 0..50 {
+            assert_eq!(dim_of(param_dim(d)), d);
+            assert_eq!(checked_param_dim(d), Some(param_dim(d)));
+        }
+        assert_eq!(param_dim(3), 9);
+    }
+
+    #[test]
+    fn the_density_matches_the_dense_formula_and_its_gradient_the_differences() {
+        let psi = particle();
+        let d = 3;
+        let s: Vec<f64> = psi[d..2 * d].iter().map(|r| softplus(*r)).collect();
+        let l = [
+            [s[0], 0.0, 0.0],
+            [psi[6], s[1], 0.0],
+            [psi[7], psi[8], s[2]],
+        ];
+        let theta = [0.9, 0.1, -0.7];
+        let parts = Matrix::from_rows(std::slice::from_ref(&psi)).unwrap();
+        let logq = |t: &[f64]| {
+            let (mut lq, mut g) = (vec![0.0], vec![0.0; d]);
+            mixture_log_density(&parts, t, &mut lq, &mut g);
+            (lq[0], g)
+        };
+        // z = L⁻¹u by hand
+        let u: Vec<f64> = (0..d).map(|c| theta[c] - psi[c]).collect();
+        let z0 = u[0] / l[0][0];
+        let z1 = (u[1] - l[1][0] * z0) / l[1][1];
+        let z2 = (u[2] - l[2][0] * z0 - l[2][1] * z1) / l[2][2];
+        let want = -0.5 * (z0 * z0 + z1 * z1 + z2 * z2)
+            - s.iter().map(|v| v.ln()).sum::<f64>()
+            - 1.5 * LN_2PI;
+        let (lq, g) = logq(&theta);
+        assert!((lq - want).abs() < 1e-12, "{lq} vs {want}");
+        for c in 0..d {
+            let h = 1e-6;
+            let (mut up, mut dn) = (theta, theta);
+            up[c] += h;
+            dn[c] -= h;
+            let fd = (logq(&up).0 - logq(&dn).0) / (2.0 * h);
+            assert!((fd - g[c]).abs() < 1e-7, "c={c}: {fd} vs {}", g[c]);
+        }
+    }
+
+    #[test]
+    fn the_pullback_is_the_chain_rule_of_the_draws() {
+        let (d, s) = (3, 4);
+        let psi = particle();
+        let eps: Vec<f64> = (0..s * d).map(|i| ((i as f64) * 0.9).sin()).collect();
+        let v = [0.7, -1.1, 0.4];
+        let delta: Vec<f64> = (0..s).flat_map(|_| v).collect();
+        let mut out = vec![0.0; psi.len()];
+        pullback(&psi, &eps, &delta, &mut out);
+        let f = |p: &[f64]| {
+            let mut th = vec![0.0; s * d];
+            sample(p, &eps, &mut th);
+            th.chunks(d)
+                .map(|t| t.iter().zip(&v).map(|(a, b)| a * b).sum::<f64>())
+                .sum::<f64>()
+                / s as f64
+        };
+        for i in 0..psi.len() {
+            let h = 1e-6;
+            let (mut up, mut dn) = (psi.clone(), psi.clone());
+            up[i] += h;
+            dn[i] -= h;
+            let fd = (f(&up) - f(&dn)) / (2.0 * h);
+            assert!((fd - out[i]).abs() < 1e-8, "param {i}: {fd} vs {}", out[i]);
+        }
+    }
+}
