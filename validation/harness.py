@@ -100,8 +100,18 @@ def _khat(post: Any) -> float | None:
 _DIMS: dict[str, int] = {}
 
 
-def run_one(name: str, method: str, seed: int = 0, fit: FitFn = smi_fit) -> Row:
-    """Fit posterior ``name`` by ``method`` with the library defaults; its row."""
+def run_one(
+    name: str,
+    method: str,
+    seed: int = 0,
+    fit: FitFn = smi_fit,
+    options: dict[str, Any] | None = None,
+) -> Row:
+    """Fit posterior ``name`` by ``method`` with the library defaults, changed by ``options``
+    (keyword arguments of ``smi.fit``, e.g. ``guide``; none for NUTS); its row. The row's
+    method names the options (``smi guide=fullrank``)."""
+    extra = dict(options or {}) if method != "nuts" else {}
+    label = " ".join([method, *(f"{k}={v}" for k, v in extra.items())])
     from validation.models import REGISTRY, by_stan_name, unconstrained_dim
 
     ref = reference.load(name)
@@ -115,7 +125,7 @@ def run_one(name: str, method: str, seed: int = 0, fit: FitFn = smi_fit) -> Row:
         with warnings.catch_warnings():
             # An untrusted fit warns; the row shows k-hat and the termination instead.
             warnings.simplefilter("ignore", UserWarning)
-            post = fit(entry.model, model_kwargs=kwargs, method=method, seed=seed)
+            post = fit(entry.model, model_kwargs=kwargs, method=method, seed=seed, **extra)
             samples = post.get_samples()
         seconds = time.perf_counter() - start
         cmp = reference.compare(by_stan_name(samples), ref)
@@ -125,7 +135,7 @@ def run_one(name: str, method: str, seed: int = 0, fit: FitFn = smi_fit) -> Row:
             name,
             entry.kind,
             d,
-            method,
+            label,
             nan,
             "",
             nan,
@@ -139,7 +149,7 @@ def run_one(name: str, method: str, seed: int = 0, fit: FitFn = smi_fit) -> Row:
         posterior=name,
         kind=entry.kind,
         d=d,
-        method=method,
+        method=label,
         max_std_mean_error=cmp.max_std_mean_error,
         worst=cmp.worst,
         sd_ratio_median=cmp.sd_ratio_median,
@@ -174,7 +184,10 @@ def format_row(row: Row) -> str:
 def summary(rows: Sequence[Row], methods: Sequence[str]) -> list[str]:
     """Per method: the share right and the count of silent failures."""
     lines = []
-    for method in methods:
+    # rows name their options after the method (``smi guide=fullrank``)
+    labels = list(dict.fromkeys(r.method for r in rows))
+    ordered = [x for m in methods for x in labels if x.split(" ")[0] == m]
+    for method in ordered:
         mine = [r for r in rows if r.method == method]
         if not mine:
             continue
@@ -212,6 +225,12 @@ def main(argv: list[str] | None = None, fit: FitFn = smi_fit) -> int:
     parser.add_argument("--methods", default=",".join(METHODS), help="comma-separated methods")
     parser.add_argument("--seed", type=int, default=0)
     parser.add_argument("--json", type=Path, help="also write the rows as JSON lines")
+    parser.add_argument(
+        "--guide", help="guide of SMI and OVI: normal (default), lowrank:R or fullrank"
+    )
+    parser.add_argument(
+        "--repulsion-temperature", type=float, help="alpha of SMI and SVGD (default: preset's)"
+    )
     args = parser.parse_args(argv)
     import numpyro
 
@@ -221,13 +240,18 @@ def main(argv: list[str] | None = None, fit: FitFn = smi_fit) -> int:
     except ValueError as err:
         parser.error(str(err))
     methods = args.methods.split(",")
+    options: dict[str, Any] = {}
+    if args.guide:
+        options["guide"] = args.guide
+    if args.repulsion_temperature is not None:
+        options["repulsion_temperature"] = args.repulsion_temperature
     if args.json:
         args.json.write_text("")
     print(HEADER, flush=True)
     rows = []
     for name in names:
         for method in methods:
-            row = run_one(name, method, args.seed, fit)
+            row = run_one(name, method, args.seed, fit, options)
             rows.append(row)
             print(format_row(row), flush=True)
             if args.json:

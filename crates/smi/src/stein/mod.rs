@@ -46,6 +46,9 @@ pub struct SteinVi<'a, M: LogDensity + ?Sized> {
     layout: Layout,
     /// The shared (non-mixture) parameters, if any.
     shared: Option<shared::Shared>,
+    /// With a low-rank or full-rank guide: the layout of the columns the kernel sees (loc and
+    /// ρ; docs/algorithms.md §2.12).
+    kernel_view: Option<Layout>,
     batcher: Batcher,
     name: String,
     scratch: Mutex<force::Scratch>,
@@ -70,6 +73,11 @@ impl<'a, M: LogDensity + ?Sized> SteinVi<'a, M> {
         let shared =
             shared::Shared::new(&model_layout, model.dim(), &settings.shared, settings.guide)?;
         let layout = settings.guide.layout(&model_layout);
+        let kernel_view = matches!(
+            settings.guide,
+            crate::GuideSettings::LowRank { .. } | crate::GuideSettings::FullRank { .. }
+        )
+        .then(|| crate::GuideSettings::normal().layout(&model_layout));
         let name = match (settings.guide, settings.schedule) {
             (crate::GuideSettings::Delta, crate::Schedule::Cyclical { .. }) => "asvgd",
             (crate::GuideSettings::Delta, _) => "svgd",
@@ -83,6 +91,7 @@ impl<'a, M: LogDensity + ?Sized> SteinVi<'a, M> {
             kernel,
             layout,
             shared,
+            kernel_view,
             name,
             scratch: Mutex::new(force::Scratch::default()),
         })
@@ -163,6 +172,15 @@ impl<'a, M: LogDensity + ?Sized> SteinVi<'a, M> {
         batch.jacobian = st.jacobian;
         let tau = st.loss_temperature * st.schedule.value(state.step);
         let kernel_layout = split.map_or(&self.layout, |sh| sh.kernel_layout());
+        // a structured guide's kernel sees loc and ρ only (docs/algorithms.md §2.12)
+        let view = self
+            .kernel_view
+            .as_ref()
+            .map(|l| (l, Matrix::from_fn(m, l.dim(), |i, c| parts.get(i, c))));
+        let (kernel_parts, kernel_layout) = match &view {
+            Some((l, x)) => (x, *l),
+            None => (parts, kernel_layout),
+        };
         // the ELBO gradients beside the kernel (which needs only the particles), on big steps
         let scratch_now = &mut *scratch;
         let (result, gram) = join_if(
@@ -188,7 +206,7 @@ impl<'a, M: LogDensity + ?Sized> SteinVi<'a, M> {
                     prepare,
                 )
             },
-            || self.kernel.compute(parts, kernel_layout),
+            || self.kernel.compute(kernel_parts, kernel_layout),
         );
         drop(scratch);
         let force::ElboGradients {
@@ -208,6 +226,7 @@ impl<'a, M: LogDensity + ?Sized> SteinVi<'a, M> {
         };
         let c_rep = st.repulsion_temperature / m as f64;
         let mut phi = match st.gradient_reuse {
+            _ if view.is_some() => viewed_direction(&gram, &ghats, c_att, c_rep)?,
             crate::GradientReuse::Shared => {
                 gram.weights
                     .direction(&ghats[0], c_att, &gram.repulsion, c_rep)
@@ -302,6 +321,50 @@ impl<M: LogDensity + ?Sized> Engine for SteinVi<'_, M> {
         });
         engine::apply_ascent(state, &st.optimizer, st.on_non_finite, result)
     }
+}
+
+/// φ of a structured guide, whose kernel saw the first columns of the particles (loc and ρ):
+/// the attraction Σ_i k(ψ_i, ψ_ℓ) ĝ_i on every column (one ĝ per target with per-pair
+/// gradients), the repulsion on the columns the kernel saw.
+///
+/// # Errors
+/// [`Error::Unsupported`] for a kernel whose weights are not one number per pair (vector-mode
+/// and per-block kernels: their weights are per coordinate of the columns they saw).
+fn viewed_direction(
+    gram: &crate::kernel::Gram,
+    ghats: &[Matrix],
+    c_att: f64,
+    c_rep: f64,
+) -> Result<Matrix> {
+    if gram.weights.scalar(0, 0).is_none() {
+        return Err(Error::Unsupported(
+            "the low-rank and full-rank guides need a kernel with one weight per pair of \
+             particles (rbf, imq, linear, ...); vector-mode and per-block kernels weigh each \
+             coordinate of loc and ρ and have no weight for the factor"
+                .into(),
+        ));
+    }
+    let (m, p) = (ghats[0].rows(), ghats[0].cols());
+    let mut phi = Matrix::zeros(m, p);
+    if ghats.len() == 1 {
+        phi = gram.weights.attract(&ghats[0]);
+    } else {
+        for (l, g) in ghats.iter().enumerate() {
+            let a = gram.weights.attract(g);
+            phi.row_mut(l).copy_from_slice(a.row(l));
+        }
+    }
+    let seen = gram.repulsion.cols();
+    for l in 0..m {
+        let rep = gram.repulsion.row(l);
+        for (c, f) in phi.row_mut(l).iter_mut().enumerate() {
+            *f *= c_att;
+            if c < seen {
+                *f += c_rep * rep[c];
+            }
+        }
+    }
+    Ok(phi)
 }
 
 /// The particles of the double-transformed mixture denominator (docs/algorithms.md §2.9): each
