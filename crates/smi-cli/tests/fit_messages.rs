@@ -148,3 +148,41 @@ fn inspect_shows_the_noise_level_and_nuts_its_diagnostics() {
     assert_eq!(h["training"]["nuts"]["draws"], 20, "{h}");
     assert!(h["training"]["nuts"]["divergences"].is_u64(), "{h}");
 }
+
+/// `--guide` fits SMI with a low-rank guide (the model file says so), and is refused for a
+/// point-mass method and for a name that is not a guide.
+#[test]
+fn the_guide_option_fits_a_low_rank_guide_and_refuses_what_has_none() {
+    let tmp = tempfile::tempdir().unwrap();
+    let dir = tmp.path();
+    let mut text = String::from("a,b,y\n");
+    for r in 0..40 {
+        let (a, b) = ((r % 7) as f64 / 3.0, (r % 5) as f64 / 2.0);
+        text.push_str(&format!("{a},{b},{}\n", 0.5 * a - b + 0.1 * (r % 3) as f64));
+    }
+    let csv = write(dir, "lin.csv", &text);
+    let model = dir.join("m.smi");
+    smi_ok(&fit_args(
+        &csv,
+        &model,
+        &format!("--target y {QUICK} --guide lowrank:2"),
+    ));
+    let shown = stdout(&smi_ok(&["inspect", "--model", p(&model)]));
+    assert!(shown.contains("lowrank:2 Normal"), "{shown}");
+    fails(
+        &fit_args(
+            &csv,
+            &model,
+            &format!("--target y {QUICK} --method svgd --guide fullrank"),
+        ),
+        &["--guide fullrank", "point masses"],
+    );
+    fails(
+        &fit_args(
+            &csv,
+            &model,
+            &format!("--target y {QUICK} --guide cholesky"),
+        ),
+        &["--guide", "unknown guide"],
+    );
+}

@@ -71,6 +71,8 @@ pub struct ArrayOptions {
     pub temperature: Option<f64>,
     /// The learning-rate schedule (default constant).
     pub lr_schedule: crate::LrScheduleArg,
+    /// The guide of SMI or OVI (`smi fit --guide`; `None`: mean-field Normal).
+    pub guide: Option<String>,
 }
 
 impl Default for ArrayOptions {
@@ -89,6 +91,7 @@ impl Default for ArrayOptions {
             prior_scale: 1.0,
             temperature: None,
             lr_schedule: crate::LrScheduleArg::Constant,
+            guide: None,
         }
     }
 }
@@ -116,6 +119,7 @@ impl ArrayOptions {
             validation: self.validation,
             save: PathBuf::new(),
             elbo_draws: Some(self.elbo_draws),
+            guide: self.guide.clone(),
             batch_size: self.batch_size,
             prior_scale: self.prior_scale,
             temperature: self.temperature,

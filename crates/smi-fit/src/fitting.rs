@@ -88,6 +88,15 @@ pub(super) fn check_args(a: &FitArgs) -> Result<Checked> {
             bail!("--validation must be a fraction in (0, 1), got {v}");
         }
     }
+    if let Some(spec) = &a.guide {
+        let guide = smi::GuideSettings::from_spec(spec).context("--guide")?;
+        if !matches!(method, Method::Smi | Method::Ovi) || !guide.is_normal() {
+            bail!(
+                "--guide {spec}: the guide families normal, lowrank:R and fullrank are for smi \
+                 and ovi (svgd, asvgd and map use point masses, nuts draws)"
+            );
+        }
+    }
     if method == Method::Nuts && (a.max_time.is_some() || a.resume) {
         bail!(
             "--max-time and --resume apply to the variational methods; NUTS's budget is \
@@ -123,6 +132,11 @@ pub(super) fn unit_settings(
         },
         attraction: Default::default(),
         defect: None,
+        // checked by `check_args` before any fit
+        guide: a
+            .guide
+            .as_deref()
+            .and_then(|g| smi::GuideSettings::from_spec(g).ok()),
     }
 }
 

@@ -145,6 +145,12 @@ pub struct FitArgs {
     /// budget, more draws mean fewer steps].
     #[arg(long)]
     pub elbo_draws: Option<usize>,
+    /// The guide of SMI's particles or OVI's one guide: `normal` (mean-field), `lowrank:R`
+    /// (diagonal plus a rank-R factor: (2 + R)·d values per particle) or `fullrank` (a full
+    /// covariance, d²/2 values: small networks only); docs/algorithms.md §2.12 [default:
+    /// normal].
+    #[arg(long, value_name = "GUIDE")]
+    pub guide: Option<String>,
     /// s of the N(0, s²) prior on every weight and bias (inputs and regression targets are
     /// standardised).
     #[arg(long, default_value_t = 1.0)]

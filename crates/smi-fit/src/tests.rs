@@ -311,6 +311,7 @@ fn tiny_fit(steps: u64) -> (BnnRegression, UnitSettings) {
         nuts: NutsSettings::default(),
         attraction: Default::default(),
         defect: None,
+        guide: None,
     };
     (model, s)
 }

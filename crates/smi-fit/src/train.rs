@@ -235,6 +235,7 @@ mod tests {
             nuts: Default::default(),
             attraction: Default::default(),
             defect: None,
+            guide: None,
         };
         let optimizer =
             |schedule| match method_settings(Method::Smi, Some(0.01), &s, 0, schedule).unwrap() {

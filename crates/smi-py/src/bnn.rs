@@ -241,6 +241,7 @@ pub fn bnn_fit(
         prior_scale,
         temperature,
         lr_schedule: Default::default(),
+        guide: None,
     };
     let pool = rayon::ThreadPoolBuilder::new()
         .num_threads(n_jobs.unwrap_or(0))

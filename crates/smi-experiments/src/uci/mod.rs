@@ -222,6 +222,7 @@ impl Plan {
             nuts: self.nuts.clone(),
             attraction: self.attraction,
             defect: self.defect,
+            guide: None,
         }
     }
 

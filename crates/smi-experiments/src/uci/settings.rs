@@ -31,6 +31,8 @@ pub struct UnitSettings {
     pub attraction: AttractionNorm,
     /// A NumPyro defect reproduced in SMI (a diagnostic switch; `None` for inference).
     pub defect: Option<NumpyroDefect>,
+    /// The guide of SMI and OVI (`None`: the preset's mean-field Normal).
+    pub guide: Option<smi::GuideSettings>,
 }
 
 impl UnitSettings {
@@ -61,6 +63,9 @@ impl UnitSettings {
             .with_optimizer(OptimizerSettings::adam(lr))
             .with_batch_size(self.batch_size)
             .with_seed(seed);
+        if let Some(guide) = self.guide {
+            settings = settings.with_guide(guide);
+        }
         if let MethodSettings::Stein(s) = &mut settings {
             // SVGD/ASVGD on NumPyro's target, without the log-Jacobian
             // (SteinSettings::svgd_numpyro_parity).
