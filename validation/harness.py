@@ -67,6 +67,8 @@ class Row:
     termination: str
     seconds: float
     error: str | None = None
+    #: ESS / draws of k-hat's smoothed weights (None where there is no k-hat).
+    relative_ess: float | None = None
 
     @property
     def right(self) -> bool:
@@ -157,6 +159,7 @@ def run_one(
         khat=_khat(post),
         termination=str(post.posterior.termination),
         seconds=seconds,
+        relative_ess=getattr(post.posterior, "psis_relative_ess", None),
     )
 
 

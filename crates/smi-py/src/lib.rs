@@ -90,7 +90,7 @@ fn fit(
         repulsion_temperature,
         guide,
     };
-    let (settings, run) = options.build().map_err(to_py_err)?;
+    let (settings, run) = options.build(dim).map_err(to_py_err)?;
     let model = PyDensity::new(logdensity, dim);
     let result = py.detach(|| smi::fit(&model, &settings, &run, &mut smi::NoObserver));
     match result {

@@ -136,6 +136,19 @@ impl Posterior {
         self.fit.quality.as_ref().and_then(|q| q.khat)
     }
 
+    /// The relative effective sample size of the diagnostic's Pareto-smoothed importance
+    /// weights, ESS / draws (1: the approximation is the posterior; small: few draws carry
+    /// the weight, as when the approximation is much wider than the posterior); None without
+    /// k-hat.
+    #[getter]
+    fn psis_relative_ess(&self) -> Option<f64> {
+        self.fit
+            .quality
+            .as_ref()
+            .filter(|q| q.khat.is_some())
+            .map(|q| q.relative_ess())
+    }
+
     /// The threshold k-hat is judged by (0.7 at the default 2000 draws); None without k-hat.
     #[getter]
     fn khat_threshold(&self) -> Option<f64> {

@@ -49,16 +49,17 @@ pub struct FitOptions {
 pub const DEFAULT_STEPS: u64 = 100_000;
 
 impl FitOptions {
-    /// The method and run settings these options describe.
+    /// The method and run settings these options describe for a model of dimension `dim`
+    /// (the library's defaults, [`Method::defaults_for`], changed by the options).
     ///
     /// # Errors
     /// [`smi::Error::InvalidSettings`] for an unknown method or optimizer, or a setting the
     /// method does not have (e.g. particles for OVI), and whatever the settings' own
     /// validation finds.
-    pub fn build(&self) -> smi::Result<(MethodSettings, RunSettings)> {
+    pub fn build(&self, dim: usize) -> smi::Result<(MethodSettings, RunSettings)> {
         let method: Method = self.method.parse()?;
         let steps = self.num_steps.unwrap_or(DEFAULT_STEPS);
-        let mut settings = method.preset(steps).with_seed(self.seed);
+        let mut settings = method.defaults_for(steps, dim).with_seed(self.seed);
         if let Some(m) = self.num_stein_particles {
             if !method.is_stein() {
                 return Err(smi::Error::invalid(
@@ -77,17 +78,6 @@ impl FitOptions {
             }
             settings = settings.with_elbo_draws(s);
         }
-        if let Some(alpha) = self.repulsion_temperature {
-            match &mut settings {
-                MethodSettings::Stein(s) => s.repulsion_temperature = alpha,
-                _ => {
-                    return Err(smi::Error::invalid(
-                        "repulsion_temperature",
-                        format!("{method} has no repulsion (only smi, svgd and asvgd do)"),
-                    ))
-                }
-            }
-        }
         if let Some(spec) = &self.guide {
             let guide = GuideSettings::from_spec(spec)?;
             if !matches!(method, Method::Smi | Method::Ovi) || !guide.is_normal() {
@@ -100,6 +90,21 @@ impl FitOptions {
                 ));
             }
             settings = settings.with_guide(guide);
+            if let MethodSettings::Stein(s) = &mut settings {
+                // α follows the chosen guide unless given (Method::default_repulsion)
+                s.repulsion_temperature = Method::default_repulsion(guide);
+            }
+        }
+        if let Some(alpha) = self.repulsion_temperature {
+            match &mut settings {
+                MethodSettings::Stein(s) => s.repulsion_temperature = alpha,
+                _ => {
+                    return Err(smi::Error::invalid(
+                        "repulsion_temperature",
+                        format!("{method} has no repulsion (only smi, svgd and asvgd do)"),
+                    ))
+                }
+            }
         }
         if self.optimizer.is_some() || self.lr.is_some() || self.constant_lr {
             let optimizer = self.optimizer_settings(&settings)?;

@@ -163,6 +163,44 @@ impl Method {
             Method::Nuts => MethodSettings::Nuts(NutsSettings::default()),
         }
     }
+
+    /// The library's defaults for a model of dimension `dim`: [`Method::preset`], and for SMI
+    /// with d ≤ [`Method::FULL_RANK_MAX_DIM`] the full-rank guide
+    /// ([`crate::GuideSettings::FullRank`]) with α = [`Method::FULL_RANK_REPULSION`]. Chosen
+    /// on the validation set and on N(0, I_d) (docs/defaults.md, "The guide and α of SMI"):
+    /// the mean-field guide cannot hold a correlation, and with guides that can, α = 1 spreads
+    /// the particles to a variance 1.5 times the target's. Above the cap a full covariance
+    /// costs d² per draw and component, and SMI keeps the preset (mean-field, α = 1: within
+    /// 10 % of the variance at d = 100, docs/defaults.md). What `smi.fit` and
+    /// `smi.numpyro.fit` use.
+    pub fn defaults_for(self, total_steps: u64, dim: usize) -> MethodSettings {
+        let mut settings = self.preset(total_steps);
+        if let MethodSettings::Stein(s) = &mut settings {
+            if self == Method::Smi && dim <= Method::FULL_RANK_MAX_DIM {
+                s.guide = crate::GuideSettings::full_rank();
+                s.repulsion_temperature = Method::default_repulsion(s.guide);
+            }
+        }
+        settings
+    }
+
+    /// SMI's default α for particles of `guide`: [`Method::FULL_RANK_REPULSION`] for the
+    /// low-rank and full-rank guides, 1 (the paper's) for the mean-field one.
+    pub fn default_repulsion(guide: crate::GuideSettings) -> f64 {
+        match guide {
+            crate::GuideSettings::LowRank { .. } | crate::GuideSettings::FullRank { .. } => {
+                Method::FULL_RANK_REPULSION
+            }
+            _ => 1.0,
+        }
+    }
+
+    /// The largest d for which [`Method::defaults_for`] gives SMI the full-rank guide.
+    pub const FULL_RANK_MAX_DIM: usize = 50;
+
+    /// α of SMI with a structured guide ([`Method::defaults_for`],
+    /// [`Method::default_repulsion`]).
+    pub const FULL_RANK_REPULSION: f64 = 0.1;
 }
 
 fn valid_names() -> String {

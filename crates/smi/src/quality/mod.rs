@@ -58,6 +58,16 @@ pub struct FitQuality {
 }
 
 impl FitQuality {
+    /// ESS / S of the smoothed weights (0 for point masses): 1 when the approximation is the
+    /// posterior, small when few of its draws carry the posterior's weight.
+    pub fn relative_ess(&self) -> f64 {
+        if self.draws == 0 {
+            0.0
+        } else {
+            self.ess / self.draws as f64
+        }
+    }
+
     /// Whether the approximation passes: `Some(k̂ ≤ threshold)`, `None` for point masses.
     pub fn reliable(&self) -> Option<bool> {
         self.khat.map(|k| k <= self.threshold)
