@@ -1,4 +1,4 @@
-//! The measurement behind docs/defaults.md's "The repulsion α": SMI's preset on N(0, I_d) at
+//! The measurement behind docs/defaults.md's "The guide and α of SMI": SMI's preset on N(0, I_d) at
 //! several α, printing each coordinate's worst variance, the termination and k̂. Ignored by
 //! default (a measurement, not a test):
 //!
