@@ -11,15 +11,11 @@
 //! log q = −½‖z‖² − Σ_c ln σ_c − d/2·ln 2π and ∇_θ log q = −L⁻ᵀz. A (draw, component) pair
 //! costs O(d²): the guide is for small d.
 
-use rayon::prelude::*;
-
+use super::structured;
 use crate::matrix::Matrix;
 use crate::model::{sigmoid, softplus};
 
 const LN_2PI: f64 = 1.837_877_066_409_345_5;
-
-/// Draws per parallel task of the mixture density.
-const CHUNK_DRAWS: usize = 16;
 
 /// The offset of row `c`'s strictly lower entries L_c0 … L_c,c−1 in the packed triangle.
 pub(crate) fn tri(c: usize) -> usize {
@@ -69,9 +65,17 @@ impl<'a> Component<'a> {
             sigma,
         }
     }
+}
+
+impl structured::Component for Component<'_> {
+    type Scratch = Vec<f64>;
+
+    fn scratch(&self) -> Vec<f64> {
+        vec![0.0; self.sigma.len()]
+    }
 
     /// log N(θ), and ∇_θ of it into `g`; `z` scratch of d.
-    fn log_density(&self, theta: &[f64], g: &mut [f64], z: &mut [f64]) -> f64 {
+    fn log_density(&self, theta: &[f64], g: &mut [f64], z: &mut Vec<f64>) -> f64 {
         let d = self.sigma.len();
         let mut quad = 0.0;
         // z_c = (θ_c − loc_c)/σ_c − Σ_{j<c} u_cj z_j (L_cj = σ_c u_cj, L_cc = σ_c)
@@ -116,48 +120,11 @@ pub fn sample(psi: &[f64], eps: &[f64], theta: &mut [f64]) {
 /// log q_mix and ∇_θ log q_mix of K draws θ (K×d) under the m full-rank Normals of
 /// `particles`, the particles held constant. Rows run in parallel chunks.
 pub fn mixture_log_density(particles: &Matrix, theta: &[f64], logq: &mut [f64], grad: &mut [f64]) {
-    let m = particles.rows();
     let d = dim_of(particles.cols());
-    let ln_m = (m.max(1) as f64).ln();
-    if d == 0 {
-        logq.fill(-ln_m);
-        return;
-    }
-    let comps: Vec<Component<'_>> = (0..m)
+    let comps: Vec<Component<'_>> = (0..particles.rows())
         .map(|j| Component::new(particles.row(j), d))
         .collect();
-    theta
-        .par_chunks(CHUNK_DRAWS * d)
-        .zip(logq.par_chunks_mut(CHUNK_DRAWS))
-        .zip(grad.par_chunks_mut(CHUNK_DRAWS * d))
-        .for_each(|((th, lq), g)| {
-            let mut z = vec![0.0; d];
-            let mut gj = vec![0.0; m * d];
-            let mut lj = vec![0.0; m];
-            for ((t, l), gr) in th
-                .chunks_exact(d)
-                .zip(lq.iter_mut())
-                .zip(g.chunks_exact_mut(d))
-            {
-                for (j, comp) in comps.iter().enumerate() {
-                    lj[j] = comp.log_density(t, &mut gj[j * d..(j + 1) * d], &mut z);
-                }
-                let mx = lj.iter().cloned().fold(f64::NEG_INFINITY, f64::max);
-                let mut total = 0.0;
-                for v in lj.iter_mut() {
-                    *v = (*v - mx).exp();
-                    total += *v;
-                }
-                *l = mx + total.ln() - ln_m;
-                gr.fill(0.0);
-                for (j, wj) in lj.iter().enumerate() {
-                    let wj = wj / total;
-                    for (o, v) in gr.iter_mut().zip(&gj[j * d..(j + 1) * d]) {
-                        *o += wj * v;
-                    }
-                }
-            }
-        });
+    structured::mixture_log_density(&comps, d, theta, logq, grad);
 }
 
 /// Columns `c0 .. c0 + w` (w = `loc_out.len()`) of the pull-back of the directions
@@ -302,28 +269,6 @@ mod tests {
 
     #[test]
     fn the_pullback_is_the_chain_rule_of_the_draws() {
-        let (d, s) = (3, 4);
-        let psi = particle();
-        let eps: Vec<f64> = (0..s * d).map(|i| ((i as f64) * 0.9).sin()).collect();
-        let v = [0.7, -1.1, 0.4];
-        let delta: Vec<f64> = (0..s).flat_map(|_| v).collect();
-        let mut out = vec![0.0; psi.len()];
-        pullback(&psi, &eps, &delta, &mut out);
-        let f = |p: &[f64]| {
-            let mut th = vec![0.0; s * d];
-            sample(p, &eps, &mut th);
-            th.chunks(d)
-                .map(|t| t.iter().zip(&v).map(|(a, b)| a * b).sum::<f64>())
-                .sum::<f64>()
-                / s as f64
-        };
-        for i in 0..psi.len() {
-            let h = 1e-6;
-            let (mut up, mut dn) = (psi.clone(), psi.clone());
-            up[i] += h;
-            dn[i] -= h;
-            let fd = (f(&up) - f(&dn)) / (2.0 * h);
-            assert!((fd - out[i]).abs() < 1e-8, "param {i}: {fd} vs {}", out[i]);
-        }
+        structured::assert_pullback_is_the_chain_rule(&particle(), 3, 3, sample, pullback);
     }
 }

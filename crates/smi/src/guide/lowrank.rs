@@ -14,15 +14,11 @@
 //! log det Σ = 2 Σ_c ln σ_c + 2 Σ_k ln L_kk, ∇_θ log q = −((I + VVᵀ)⁻¹z)/σ.
 //! One (draw, component) pair costs O(d·r).
 
-use rayon::prelude::*;
-
+use super::structured;
 use crate::matrix::Matrix;
 use crate::model::{sigmoid, softplus};
 
 const LN_2PI: f64 = 1.837_877_066_409_345_5;
-
-/// Draws per parallel task of the mixture density.
-const CHUNK_DRAWS: usize = 16;
 
 /// d of a particle of `p` = d·(2 + r) parameters.
 pub(crate) fn dim_of(p: usize, rank: usize) -> usize {
@@ -73,9 +69,20 @@ impl<'a> Component<'a> {
             constant: -0.5 * (log_det + d as f64 * LN_2PI),
         }
     }
+}
 
-    /// log N(θ; loc, Σ), and −Σ⁻¹(θ − loc) into `g` (d); `z`, `b` scratch of d and r.
-    fn log_density(&self, theta: &[f64], g: &mut [f64], z: &mut [f64], b: &mut [f64]) -> f64 {
+impl structured::Component for Component<'_> {
+    /// z (d) and b (r).
+    type Scratch = (Vec<f64>, Vec<f64>);
+
+    fn scratch(&self) -> Self::Scratch {
+        let d = self.sigma.len();
+        (vec![0.0; d], vec![0.0; self.v.len() / d.max(1)])
+    }
+
+    /// log N(θ; loc, Σ), and −Σ⁻¹(θ − loc) into `g` (d).
+    fn log_density(&self, theta: &[f64], g: &mut [f64], scratch: &mut Self::Scratch) -> f64 {
+        let (z, b) = scratch;
         let r = b.len();
         let mut quad = 0.0;
         b.fill(0.0);
@@ -174,50 +181,11 @@ pub fn mixture_log_density(
     logq: &mut [f64],
     grad: &mut [f64],
 ) {
-    let m = particles.rows();
     let d = dim_of(particles.cols(), rank);
-    if d == 0 {
-        logq.fill(-(m.max(1) as f64).ln());
-        return;
-    }
-    let comps: Vec<Component<'_>> = (0..m)
+    let comps: Vec<Component<'_>> = (0..particles.rows())
         .map(|j| Component::new(particles.row(j), d, rank))
         .collect();
-    let ln_m = (m.max(1) as f64).ln();
-    let one_chunk = |th: &[f64], lq: &mut [f64], g: &mut [f64]| {
-        let mut z = vec![0.0; d];
-        let mut b = vec![0.0; rank];
-        let mut gj = vec![0.0; m * d];
-        let mut lj = vec![0.0; m];
-        for ((t, l), gr) in th
-            .chunks_exact(d)
-            .zip(lq.iter_mut())
-            .zip(g.chunks_exact_mut(d))
-        {
-            for (j, comp) in comps.iter().enumerate() {
-                lj[j] = comp.log_density(t, &mut gj[j * d..(j + 1) * d], &mut z, &mut b);
-            }
-            let mx = lj.iter().cloned().fold(f64::NEG_INFINITY, f64::max);
-            let mut total = 0.0;
-            for v in lj.iter_mut() {
-                *v = (*v - mx).exp();
-                total += *v;
-            }
-            *l = mx + total.ln() - ln_m;
-            gr.fill(0.0);
-            for (j, wj) in lj.iter().enumerate() {
-                let wj = wj / total;
-                for (o, v) in gr.iter_mut().zip(&gj[j * d..(j + 1) * d]) {
-                    *o += wj * v;
-                }
-            }
-        }
-    };
-    theta
-        .par_chunks(CHUNK_DRAWS * d)
-        .zip(logq.par_chunks_mut(CHUNK_DRAWS))
-        .zip(grad.par_chunks_mut(CHUNK_DRAWS * d))
-        .for_each(|((th, lq), g)| one_chunk(th, lq, g));
+    structured::mixture_log_density(&comps, d, theta, logq, grad);
 }
 
 /// Columns `c0 .. c0 + w` (w = `loc_out.len()`) of the pull-back of the directions
@@ -410,31 +378,14 @@ mod tests {
 
     #[test]
     fn the_pullback_is_the_chain_rule_of_the_draws() {
-        // f(θ) = Σ_s Σ_c v_c θ_sc with θ = loc + σ⊙ε + Wη: the pull-back of δ_s = v is the
-        // gradient of f/S in ψ, checked by central differences.
-        let (d, r, s) = (3, 2, 4);
-        let psi = particle();
-        let eps: Vec<f64> = (0..s * (d + r)).map(|i| ((i as f64) * 0.9).sin()).collect();
-        let v = [0.7, -1.1, 0.4];
-        let delta: Vec<f64> = (0..s).flat_map(|_| v).collect();
-        let mut out = vec![0.0; psi.len()];
-        pullback(&psi, r, &eps, &delta, &mut out);
-        let f = |p: &[f64]| {
-            let mut th = vec![0.0; s * d];
-            sample(p, r, &eps, &mut th);
-            th.chunks(d)
-                .map(|t| t.iter().zip(&v).map(|(a, b)| a * b).sum::<f64>())
-                .sum::<f64>()
-                / s as f64
-        };
-        for i in 0..psi.len() {
-            let h = 1e-6;
-            let (mut up, mut dn) = (psi.clone(), psi.clone());
-            up[i] += h;
-            dn[i] -= h;
-            let fd = (f(&up) - f(&dn)) / (2.0 * h);
-            assert!((fd - out[i]).abs() < 1e-8, "param {i}: {fd} vs {}", out[i]);
-        }
+        let r = 2;
+        structured::assert_pullback_is_the_chain_rule(
+            &particle(),
+            3,
+            3 + r,
+            |p, e, t| sample(p, r, e, t),
+            |p, e, dl, o| pullback(p, r, e, dl, o),
+        );
     }
 
     #[test]

@@ -12,6 +12,7 @@ pub(crate) mod lowrank;
 pub(crate) mod mixture;
 mod noise;
 pub(crate) mod normal;
+mod structured;
 
 pub(crate) use noise::NoiseKey;
 

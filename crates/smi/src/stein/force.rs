@@ -332,6 +332,31 @@ mod tests {
         .ghats
     }
 
+    /// ℓ_i(ψ): particle i's component ELBO at ψ on its S draws of `eps` (rows of the guide's
+    /// noise width), the mixture denominator's particles fixed at `parts`.
+    fn component_elbo<M: LogDensity>(
+        target: &M,
+        guide: &GuideSettings,
+        parts: &Matrix,
+        eps: &[f64],
+        s: usize,
+        i: usize,
+        psi: &[f64],
+    ) -> f64 {
+        let d = target.dim();
+        let nd = guide.noise_dim(d);
+        let mut theta = vec![0.0; s * d];
+        guide.sample(psi, &eps[i * s * nd..(i + 1) * s * nd], &mut theta);
+        let mut lp = vec![0.0; s];
+        let mut gr = vec![0.0; s * d];
+        target
+            .log_density_and_grad(&theta, &Batch::full(), &mut lp, &mut gr)
+            .unwrap();
+        let mut lq = vec![0.0; s];
+        guide.mixture_log_density(parts, &theta, &mut lq, &mut gr);
+        lp.iter().zip(&lq).map(|(a, b)| a - b).sum::<f64>() / s as f64
+    }
+
     fn log_n(x: f64, mu: f64, s: f64) -> f64 {
         -0.5 * ((x - mu) / s).powi(2) - s.ln() - 0.5 * LN_2PI
     }
@@ -410,18 +435,7 @@ mod tests {
         let g = gradients(&target, &guide, &parts, &eps, s);
         let g = &g[0];
         // ℓ_i(ψ_i) with the denominator's particles fixed at `parts`.
-        let ell = |i: usize, psi: &[f64]| {
-            let mut theta = vec![0.0; s * d];
-            guide.sample(psi, &eps[i * s * d..(i + 1) * s * d], &mut theta);
-            let mut lp = vec![0.0; s];
-            let mut gr = vec![0.0; s * d];
-            target
-                .log_density_and_grad(&theta, &Batch::full(), &mut lp, &mut gr)
-                .unwrap();
-            let mut lq = vec![0.0; s];
-            guide.mixture_log_density(&parts, &theta, &mut lq, &mut gr);
-            lp.iter().zip(&lq).map(|(a, b)| a - b).sum::<f64>() / s as f64
-        };
+        let ell = |i: usize, psi: &[f64]| component_elbo(&target, &guide, &parts, &eps, s, i, psi);
         for i in 0..3 {
             for c in 0..2 * d {
                 let h = 1e-5;
@@ -466,18 +480,8 @@ mod tests {
                 .map(|i| ((i as f64) * 1.7).sin() * 1.3)
                 .collect();
             let g = gradients(&target, &guide, &parts, &eps, s);
-            let ell = |i: usize, psi: &[f64]| {
-                let mut theta = vec![0.0; s * d];
-                guide.sample(psi, &eps[i * s * nd..(i + 1) * s * nd], &mut theta);
-                let mut lp = vec![0.0; s];
-                let mut gr = vec![0.0; s * d];
-                target
-                    .log_density_and_grad(&theta, &Batch::full(), &mut lp, &mut gr)
-                    .unwrap();
-                let mut lq = vec![0.0; s];
-                guide.mixture_log_density(&parts, &theta, &mut lq, &mut gr);
-                lp.iter().zip(&lq).map(|(a, b)| a - b).sum::<f64>() / s as f64
-            };
+            let ell =
+                |i: usize, psi: &[f64]| component_elbo(&target, &guide, &parts, &eps, s, i, psi);
             for i in 0..m {
                 for c in 0..p {
                     let h = 1e-5;
