@@ -162,3 +162,28 @@ fn the_report_puts_ours_beside_the_paper() {
     );
     assert!(section.contains(".135 ± .013 | – |"), "{section}");
 }
+
+#[test]
+fn a_run_with_a_reproduced_defect_does_not_stand_for_its_method() {
+    // A correct SMI record, then a later one with the double-transform defect: the tables keep
+    // the correct one, the defect gets its own section.
+    let rec = |acc: f64, config: &str| {
+        let Value::Object(r) = json!({"layers": 1, "method": "smi", "epochs": 20, "steps": 9360,
+            "config": config, "metrics": {"acc": acc, "nll": 0.1}})
+        else {
+            unreachable!()
+        };
+        r
+    };
+    let dir = tempfile::tempdir().unwrap();
+    let out = dir.path();
+    records::append(out, EXPERIMENT, rec(0.93, "c")).unwrap();
+    records::append(out, EXPERIMENT, rec(0.96, "c defect=double-transform")).unwrap();
+    report(out).unwrap();
+    let md = std::fs::read_to_string(out.join("mnist.md")).unwrap();
+    let section = &md[md.find("## Beside the paper").unwrap()..md.find("## Reproduced").unwrap()];
+    assert!(section.contains("| SMI | 20 | .930 ± .000 |"), "{section}");
+    let defects = &md[md.find("## Reproduced NumPyro defects").unwrap()..];
+    assert!(defects.contains("| 1 | smi |"), "{defects}");
+    assert!(defects.contains(".960 ± .000"), "{defects}");
+}

@@ -54,6 +54,21 @@ pub fn report(out: &Path) -> Result<()> {
             });
         cell.splits.insert(split, v); // a later record of the same split replaces an earlier one
     }
+    // Runs with a reproduced NumPyro defect (`defect=` in the config) are reported apart and
+    // never stand for their method.
+    let mut defects: Vec<((String, UciDataset, Method), Cell)> = Vec::new();
+    for (k, configs) in by.iter_mut() {
+        let marked: Vec<String> = configs
+            .keys()
+            .filter(|c| c.contains("defect="))
+            .cloned()
+            .collect();
+        for c in marked {
+            if let Some(cell) = configs.remove(&c) {
+                defects.push((k.clone(), cell));
+            }
+        }
+    }
     // One config per cell: the one with the most splits (ties: the later config string).
     let cells: BTreeMap<(String, UciDataset, Method), Cell> = by
         .into_iter()
@@ -114,9 +129,13 @@ pub fn report(out: &Path) -> Result<()> {
         md.push_str(&time_table(&cells, kind));
         md.push('\n');
     }
+    if !defects.is_empty() {
+        md.push_str(&defect_table(&defects, &cells));
+    }
     md.push_str("## Configurations\n\n");
     let rows: Vec<Vec<String>> = cells
         .iter()
+        .chain(defects.iter().map(|(k, c)| (k, c)))
         .map(|((kind, ds, m), c)| {
             vec![
                 kind.clone(),
@@ -135,6 +154,76 @@ pub fn report(out: &Path) -> Result<()> {
     records::write_atomic(&p, md.as_bytes())
         .with_context(|| format!("cannot write {}", p.display()))?;
     Ok(())
+}
+
+/// The section of runs with a reproduced NumPyro defect (`smi reproduce uci --defect`,
+/// docs/algorithms.md §2.8): per run, the paper metrics over its splits beside the shown
+/// configuration of the same method on the same splits.
+fn defect_table(
+    defects: &[((String, UciDataset, Method), Cell)],
+    cells: &BTreeMap<(String, UciDataset, Method), Cell>,
+) -> String {
+    let stat = |values: Vec<f64>| match MeanStd::of(&values) {
+        Ok(s) => tables::mean_std(s.mean, s.std, digits(s.mean.abs())),
+        Err(_) => "–".to_string(),
+    };
+    let mut rows = Vec::new();
+    for ((kind, ds, m), c) in defects {
+        let name = c
+            .config
+            .split('|')
+            .find_map(|f| f.strip_prefix("defect="))
+            .unwrap_or("?");
+        let splits: Vec<u64> = c.splits.keys().copied().collect();
+        let ours = |idx: usize| stat(c.splits.values().map(|v| v[idx]).collect());
+        let correct = |idx: usize| {
+            cells
+                .get(&(kind.clone(), *ds, *m))
+                .map(|cc| {
+                    stat(
+                        splits
+                            .iter()
+                            .filter_map(|s| cc.splits.get(s).map(|v| v[idx]))
+                            .collect(),
+                    )
+                })
+                .unwrap_or_else(|| "–".to_string())
+        };
+        rows.push(vec![
+            kind.clone(),
+            ds.to_string(),
+            m.label().to_string(),
+            name.to_string(),
+            splits
+                .iter()
+                .map(u64::to_string)
+                .collect::<Vec<_>>()
+                .join(", "),
+            ours(3),
+            correct(3),
+            ours(2),
+            correct(2),
+        ]);
+    }
+    format!(
+        "## Reproduced NumPyro defects\n\nRuns of `smi reproduce uci --defect` \
+         (docs/algorithms.md §2.8, §2.9, §2.11): paper metrics, mean ± std over their splits, \
+         beside the configuration shown above for the same method on the same splits.\n\n{}\n",
+        tables::markdown(
+            &[
+                "split kind",
+                "dataset",
+                "method",
+                "defect",
+                "splits",
+                "NLL",
+                "NLL without",
+                "RMSE",
+                "RMSE without",
+            ],
+            &rows,
+        )
+    )
 }
 
 /// The settings line of `uci.md`: the step budgets of the configurations shown (`--quick`: 200,
