@@ -110,6 +110,14 @@ pub(super) fn check_args(a: &FitArgs) -> Result<Checked> {
     })
 }
 
+/// The guide `--guide` names (`None`: the preset's); `check_args` has refused a bad name
+/// before any fit.
+pub(super) fn guide_of(a: &FitArgs) -> Option<smi::GuideSettings> {
+    a.guide
+        .as_deref()
+        .and_then(|g| smi::GuideSettings::from_spec(g).ok())
+}
+
 /// The engine settings of a fit of `a` on `rows` training rows with the step budget
 /// `max_steps` and `elbo_draws` ELBO draws (mini-batches only when `rows` exceeds the batch).
 pub(super) fn unit_settings(
@@ -132,11 +140,7 @@ pub(super) fn unit_settings(
         },
         attraction: Default::default(),
         defect: None,
-        // checked by `check_args` before any fit
-        guide: a
-            .guide
-            .as_deref()
-            .and_then(|g| smi::GuideSettings::from_spec(g).ok()),
+        guide: guide_of(a),
     }
 }
 

@@ -22,11 +22,7 @@ pub(super) fn check_fit_memory(
         .checked_add(1)
         .ok_or_else(|| anyhow!("{hidden}: the network is too large"))?;
     let normal = matches!(method, Method::Smi | Method::Ovi);
-    let guide = a
-        .guide
-        .as_deref()
-        .and_then(|g| smi::GuideSettings::from_spec(g).ok())
-        .unwrap_or_else(smi::GuideSettings::normal);
+    let guide = fitting::guide_of(a).unwrap_or_else(smi::GuideSettings::normal);
     let p = if normal { guide.param_dim(d) } else { d };
     let mut b = Budget::new();
     let widths: usize = sizes.iter().fold(0usize, |s, &w| s.saturating_add(w));

@@ -344,15 +344,12 @@ fn viewed_direction(
                 .into(),
         ));
     }
-    let (m, p) = (ghats[0].rows(), ghats[0].cols());
-    let mut phi = Matrix::zeros(m, p);
-    if ghats.len() == 1 {
-        phi = gram.weights.attract(&ghats[0]);
-    } else {
-        for (l, g) in ghats.iter().enumerate() {
-            let a = gram.weights.attract(g);
-            phi.row_mut(l).copy_from_slice(a.row(l));
-        }
+    let m = ghats[0].rows();
+    let mut phi = gram.weights.attract(&ghats[0]);
+    // per-pair gradients: target ℓ takes its row of the attraction of its own ĝ
+    for (l, g) in ghats.iter().enumerate().skip(1) {
+        let a = gram.weights.attract(g);
+        phi.row_mut(l).copy_from_slice(a.row(l));
     }
     let seen = gram.repulsion.cols();
     for l in 0..m {
