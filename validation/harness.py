@@ -234,6 +234,7 @@ def main(argv: list[str] | None = None, fit: FitFn = smi_fit) -> int:
     parser.add_argument(
         "--repulsion-temperature", type=float, help="alpha of SMI and SVGD (default: preset's)"
     )
+    parser.add_argument("--start", help="start of SMI and OVI: draw or laplace (default: library's)")
     args = parser.parse_args(argv)
     import numpyro
 
@@ -248,6 +249,8 @@ def main(argv: list[str] | None = None, fit: FitFn = smi_fit) -> int:
         options["guide"] = args.guide
     if args.repulsion_temperature is not None:
         options["repulsion_temperature"] = args.repulsion_temperature
+    if args.start:
+        options["start"] = args.start
     if args.json:
         args.json.write_text("")
     print(HEADER, flush=True)

@@ -74,6 +74,7 @@ def fit(
     quality_draws: int | None = None,
     repulsion_temperature: float | None = None,
     guide: str | None = None,
+    start: str | None = None,
 ) -> Posterior:
     """Fit the posterior of a batched log density by ``method``.
 
@@ -109,6 +110,10 @@ def fit(
             default), ``"lowrank:R"`` (diagonal plus a rank-R factor: captures R directions
             of correlation) or ``"fullrank"`` (every correlation; for small ``dim``, its cost
             grows as ``dim`` squared). See ``docs/algorithms.md`` section 2.12.
+        start: where SMI's particles (and OVI's guide) start from their drawn locations:
+            ``"draw"`` (as drawn, scale 0.1) or ``"laplace"`` (each climbs by L-BFGS to the
+            nearest mode and starts as the Laplace approximation there, kept when its ELBO
+            estimate beats the draw's). Default: the library's (``docs/defaults.md``).
 
     Returns:
         A ``Posterior``: ``sample(n, seed)``, ``mean``, ``var``, ``losses``, ``elbos``,
@@ -146,6 +151,7 @@ def fit(
         quality_draws=quality_draws,
         repulsion_temperature=repulsion_temperature,
         guide=guide,
+        start=start,
     )
     for problem in post.warnings:
         warnings.warn(f"smi.fit ({method}): {problem}", UserWarning, stacklevel=2)

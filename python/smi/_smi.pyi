@@ -74,6 +74,7 @@ def fit(
     quality_draws: int | None = None,
     repulsion_temperature: float | None = None,
     guide: str | None = None,
+    start: str | None = None,
 ) -> Posterior: ...
 
 class BnnModel:

@@ -42,7 +42,7 @@ pub fn to_py_err(err: smi::Error) -> PyErr {
     logdensity, dim, method = "smi", *, num_stein_particles = None, num_elbo_particles = None,
     num_steps = None, converge = true, optimizer = None, constant_lr = false, lr = None, init_radius = None, seed = 0,
     num_warmup = None, num_samples = None, num_chains = None, quality_draws = None,
-    repulsion_temperature = None, guide = None
+    repulsion_temperature = None, guide = None, start = None
 ))]
 #[allow(clippy::too_many_arguments)]
 fn fit(
@@ -65,6 +65,7 @@ fn fit(
     quality_draws: Option<usize>,
     repulsion_temperature: Option<f64>,
     guide: Option<String>,
+    start: Option<String>,
 ) -> PyResult<Posterior> {
     if !logdensity.bind(py).is_callable() {
         return Err(PyValueError::new_err("logdensity must be callable"));
@@ -89,6 +90,7 @@ fn fit(
         quality_draws,
         repulsion_temperature,
         guide,
+        start,
     };
     let (settings, run) = options.build(dim).map_err(to_py_err)?;
     let model = PyDensity::new(logdensity, dim);

@@ -41,6 +41,9 @@ pub struct FitOptions {
     /// `guide`: the guide family of SMI and OVI, `"normal"`, `"lowrank:R"` or `"fullrank"`
     /// ([`smi::GuideSettings::from_spec`]).
     pub guide: Option<String>,
+    /// `start`: where SMI's and OVI's particles start from their drawn locations, `"draw"` or
+    /// `"laplace"` ([`smi::Start::from_name`]; default: [`Method::defaults_for`]'s).
+    pub start: Option<String>,
 }
 
 /// The default step cap of a variational method when `num_steps` is not given: the cap the
@@ -109,6 +112,19 @@ impl FitOptions {
         if self.optimizer.is_some() || self.lr.is_some() || self.constant_lr {
             let optimizer = self.optimizer_settings(&settings)?;
             settings = settings.with_optimizer(optimizer);
+        }
+        if let Some(name) = &self.start {
+            let start = smi::Start::from_name(name)?;
+            match &mut settings {
+                MethodSettings::Stein(s) if method == Method::Smi => s.start = start,
+                MethodSettings::Svi(s) if method == Method::Ovi => s.start = start,
+                _ => {
+                    return Err(smi::Error::invalid(
+                        "start",
+                        format!("{method} has no start option (only smi and ovi do)"),
+                    ))
+                }
+            }
         }
         if let Some(radius) = self.init_radius {
             settings = settings.with_init(Init::Uniform { radius });

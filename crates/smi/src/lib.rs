@@ -83,6 +83,7 @@ mod model;
 mod nuts;
 mod optim;
 mod posterior;
+mod precondition;
 pub mod quality;
 pub mod random;
 pub mod simd;
@@ -98,7 +99,7 @@ pub use engine::{
     State, StepInfo, Termination, CHECKPOINT_FORMAT,
 };
 pub use error::{Error, Result};
-pub use guide::{GuideSettings, Init};
+pub use guide::{GuideSettings, Init, Start};
 pub use matrix::Matrix;
 pub use method::{best_lr, fit, Fit, Method, MethodSettings, LR_GRID};
 pub use model::{

@@ -21,6 +21,8 @@
 //! # Ok::<(), smi::Error>(())
 //! ```
 
+use crate::precondition::{Affine, Whitened};
+use crate::Start;
 use std::fmt;
 use std::str::FromStr;
 use std::time::Instant;
@@ -171,7 +173,9 @@ impl Method {
     /// the mean-field guide cannot hold a correlation, and with guides that can, α = 1 spreads
     /// the particles to a variance 1.5 times the target's. Above the cap a full covariance
     /// costs d² per draw and component, and SMI keeps the preset (mean-field, α = 1: within
-    /// 10 % of the variance at d = 100, docs/defaults.md). What `smi.fit` and
+    /// 10 % of the variance at d = 100, docs/defaults.md). With the full-rank guide each
+    /// particle also starts from the Laplace approximation at the mode its draw climbs to
+    /// ([`crate::Start::Laplace`]; docs/defaults.md, "The start of SMI"). What `smi.fit` and
     /// `smi.numpyro.fit` use.
     pub fn defaults_for(self, total_steps: u64, dim: usize) -> MethodSettings {
         let mut settings = self.preset(total_steps);
@@ -179,6 +183,7 @@ impl Method {
             if self == Method::Smi && dim <= Method::FULL_RANK_MAX_DIM {
                 s.guide = crate::GuideSettings::full_rank();
                 s.repulsion_temperature = Method::default_repulsion(s.guide);
+                s.start = crate::Start::laplace();
             }
         }
         settings
@@ -651,8 +656,32 @@ pub fn fit<M: LogDensity + ?Sized>(
         });
     }
     let engine = settings.build(model)?;
-    let res = run(engine.as_ref(), engine.init()?, run_settings, observer)?;
-    let mixture = engine.posterior(&res.state);
+    let started = engine.init()?;
+    let (res, mixture) = match whitening(settings, model, &started) {
+        Some((guide, map)) => {
+            // The engine runs on x, θ = c + A x (crate::precondition); its particles come
+            // back to θ for the posterior and the state.
+            let white = Whitened { model, map: &map };
+            let mut white_settings = settings.clone();
+            match &mut white_settings {
+                MethodSettings::Stein(s) => s.start = Start::Draw,
+                MethodSettings::Svi(s) => s.start = Start::Draw,
+                MethodSettings::Nuts(_) => {}
+            }
+            let white_engine = white_settings.build(&white)?;
+            let mut state = white_engine.init()?;
+            state.particles = map.to_white(&guide, &started.particles);
+            let mut res = run(white_engine.as_ref(), state, run_settings, observer)?;
+            res.state.particles = map.from_white(&guide, &res.state.particles);
+            let mixture = engine.posterior(&res.state);
+            (res, mixture)
+        }
+        None => {
+            let res = run(engine.as_ref(), started, run_settings, observer)?;
+            let mixture = engine.posterior(&res.state);
+            (res, mixture)
+        }
+    };
     let quality = diagnose(model, &mixture, run_settings.quality_draws, settings.seed())?;
     Ok(Fit {
         method,
@@ -670,6 +699,30 @@ pub fn fit<M: LogDensity + ?Sized>(
         nuts: None,
         layout: model.layout(),
     })
+}
+
+/// The guide and the map θ = c + A x of a fit that starts from the Laplace approximation
+/// ([`Start::Laplace`]) and so runs whitened (docs/algorithms.md §2.5): its mixture's mean and
+/// covariance root at the start. `None` (the engine runs on θ) for other starts, point masses,
+/// shared parameters, a reproduced NumPyro defect, or a start whose covariance is not positive
+/// definite.
+fn whitening<M: LogDensity + ?Sized>(
+    settings: &MethodSettings,
+    model: &M,
+    started: &crate::State,
+) -> Option<(GuideSettings, Affine)> {
+    let guide = match settings {
+        MethodSettings::Stein(s)
+            if matches!(s.start, Start::Laplace { .. })
+                && s.shared.is_empty()
+                && s.defect.is_none() =>
+        {
+            s.guide
+        }
+        MethodSettings::Svi(s) if matches!(s.start, Start::Laplace { .. }) => s.guide,
+        _ => return None,
+    };
+    Affine::of_mixture(&guide, &started.particles, model.dim()).map(|map| (guide, map))
 }
 
 /// A `?Sized` model seen as a `&dyn LogDensity` (what the NUTS adapter takes).

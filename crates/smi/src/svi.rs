@@ -10,7 +10,7 @@ use serde::{Deserialize, Serialize};
 
 use crate::engine::{self, Engine, NonFinitePolicy, State, StepInfo};
 use crate::error::{Error, Result};
-use crate::guide::{GuideSettings, Init};
+use crate::guide::{GuideSettings, Init, Start};
 use crate::matrix::try_resize;
 use crate::model::LogDensity;
 use crate::model::{Batch, Batcher};
@@ -33,6 +33,10 @@ pub struct SviSettings {
     pub num_elbo_particles: usize,
     /// How the initial location is drawn.
     pub init: Init,
+    /// Where the guide starts from its drawn location ([`Start`]; default [`Start::Draw`]).
+    /// Omitted from the serialised settings when `Draw` (fingerprints unchanged).
+    #[serde(default, skip_serializing_if = "Start::is_draw")]
+    pub start: Start,
     /// The optimizer receiving −∇ELBO.
     pub optimizer: OptimizerSettings,
     /// Mini-batch size b (`None`: full batch).
@@ -74,6 +78,7 @@ impl SviSettings {
             guide: GuideSettings::normal(),
             num_elbo_particles: 10,
             init: Init::default(),
+            start: Start::Draw,
             optimizer: default_optimizer(),
             batch_size: None,
             jacobian: true,
@@ -103,6 +108,7 @@ impl SviSettings {
             self.jacobian,
             &self.guide,
             &self.init,
+            &self.start,
             &self.optimizer,
         )?;
         let s = self.draws_per_step();

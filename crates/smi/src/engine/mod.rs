@@ -21,7 +21,7 @@ use rand::SeedableRng;
 use serde::{Deserialize, Serialize};
 
 use crate::error::Result;
-use crate::guide::{GuideSettings, Init};
+use crate::guide::{GuideSettings, Init, Start};
 use crate::model::LogDensity;
 use crate::optim::OptimizerSettings;
 use crate::posterior::Mixture;
@@ -182,6 +182,8 @@ impl<'a> Particles<'a> {
         &self,
         model: &M,
         init: &Init,
+        start: Start,
+        jacobian: bool,
         seed: u64,
         fingerprint: String,
     ) -> Result<State> {
@@ -197,6 +199,7 @@ impl<'a> Particles<'a> {
         for i in 0..m {
             let row = particles.row_mut(i);
             guide.init_particle(model, init, &mut rng, row)?;
+            start.apply(guide, model, jacobian, &mut rng, row)?;
             if let Some(c) = row.iter().position(|v| !v.is_finite()) {
                 return Err(crate::Error::non_finite(format!(
                     "initial particle {i}, column {c} = {} (drawn by {init:?}; the model's \
@@ -268,8 +271,14 @@ macro_rules! particle_engine_methods {
     () => {
         fn init(&self) -> Result<State> {
             let st = &self.settings;
-            self.particles()
-                .init(self.model, &st.init, st.seed, self.fingerprint())
+            self.particles().init(
+                self.model,
+                &st.init,
+                st.start,
+                st.jacobian,
+                st.seed,
+                self.fingerprint(),
+            )
         }
 
         fn posterior(&self, state: &State) -> Mixture {
@@ -403,6 +412,7 @@ pub(crate) fn validate_common(
     jacobian: bool,
     guide: &GuideSettings,
     init: &Init,
+    start: &Start,
     optimizer: &OptimizerSettings,
 ) -> Result<()> {
     if num_elbo_particles == 0 {
@@ -422,5 +432,6 @@ pub(crate) fn validate_common(
     }
     guide.validate()?;
     init.validate()?;
+    start.validate()?;
     optimizer.validate()
 }

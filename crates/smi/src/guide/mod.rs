@@ -12,6 +12,7 @@ pub(crate) mod lowrank;
 pub(crate) mod mixture;
 mod noise;
 pub(crate) mod normal;
+mod start;
 mod structured;
 
 pub(crate) use noise::NoiseKey;
@@ -19,6 +20,7 @@ pub(crate) use noise::NoiseKey;
 use rand::Rng;
 use rand_distr::Distribution;
 use serde::{Deserialize, Serialize};
+pub use start::Start;
 
 use crate::error::{Error, Result};
 use crate::matrix::Matrix;

@@ -269,9 +269,14 @@ impl<M: LogDensity + ?Sized> Engine for SteinVi<'_, M> {
     /// initial value (and the Normal guide's ρ of them [`SteinSettings::SHARED_RHO`]).
     fn init(&self) -> Result<State> {
         let st = &self.settings;
-        let mut state = self
-            .particles()
-            .init(self.model, &st.init, st.seed, self.fingerprint())?;
+        let mut state = self.particles().init(
+            self.model,
+            &st.init,
+            st.start,
+            st.jacobian,
+            st.seed,
+            self.fingerprint(),
+        )?;
         if let Some(sh) = &self.shared {
             sh.tie(&mut state.particles);
         }

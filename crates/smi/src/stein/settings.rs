@@ -4,7 +4,7 @@ use serde::{Deserialize, Serialize};
 
 use crate::engine::NonFinitePolicy;
 use crate::error::{Error, Result};
-use crate::guide::{GuideSettings, Init};
+use crate::guide::{GuideSettings, Init, Start};
 use crate::kernel::KernelSettings;
 use crate::optim::OptimizerSettings;
 use crate::optim::Schedule;
@@ -119,6 +119,12 @@ pub struct SteinSettings {
     pub guide: GuideSettings,
     /// How each particle's initial location is drawn.
     pub init: Init,
+    /// Where each particle starts from its drawn location ([`Start`]; default
+    /// [`Start::Draw`], [`crate::Method::defaults_for`] gives SMI the Laplace start for small
+    /// d). Omitted from the serialised settings when `Draw`, so records and checkpoint
+    /// fingerprints without it are unchanged.
+    #[serde(default, skip_serializing_if = "Start::is_draw")]
+    pub start: Start,
     /// The Stein kernel.
     pub kernel: KernelSettings,
     /// The optimizer receiving −φ.
@@ -179,6 +185,7 @@ impl SteinSettings {
             num_elbo_particles: 10,
             guide: GuideSettings::normal(),
             init: Init::default(),
+            start: Start::Draw,
             kernel: KernelSettings::default(),
             optimizer: crate::svi::default_optimizer(),
             loss_temperature: 1.0,
@@ -325,6 +332,7 @@ impl SteinSettings {
             self.jacobian,
             &self.guide,
             &self.init,
+            &self.start,
             &self.optimizer,
         )?;
         let m = self.num_particles;
