@@ -196,10 +196,11 @@ impl<'a> Particles<'a> {
                 format!("{m} particles of {p} parameters cannot be stored: {e}"),
             )
         })?;
+        let mut evidence = Vec::with_capacity(m);
         for i in 0..m {
             let row = particles.row_mut(i);
             guide.init_particle(model, init, &mut rng, row)?;
-            start.apply(guide, model, jacobian, &mut rng, row)?;
+            evidence.push(start.apply(guide, model, jacobian, &mut rng, row)?);
             if let Some(c) = row.iter().position(|v| !v.is_finite()) {
                 return Err(crate::Error::non_finite(format!(
                     "initial particle {i}, column {c} = {} (drawn by {init:?}; the model's \
@@ -208,6 +209,7 @@ impl<'a> Particles<'a> {
                 )));
             }
         }
+        Start::prune(&mut particles, &evidence, self.dim, &mut rng);
         let optimizer_state = self.optimizer.try_init(particles.as_slice().len())?;
         Ok(State {
             optimizer: optimizer_state,

@@ -108,6 +108,9 @@ impl Start {
     /// its start; `jacobian` as the engine's batches. Draws from `rng` only for the Laplace
     /// start.
     ///
+    /// Returns the Laplace start's mass log p(θ̂) + log|L| when the particle took it (`None`
+    /// when it kept its draw, or for [`Start::Draw`]), for [`Start::prune`].
+    ///
     /// # Errors
     /// The model's error at the drawn location (every later evaluation's error counts as a
     /// point of density −∞: the climb avoids it).
@@ -118,13 +121,13 @@ impl Start {
         jacobian: bool,
         rng: &mut rand_chacha::ChaCha8Rng,
         psi: &mut [f64],
-    ) -> Result<()> {
+    ) -> Result<Option<f64>> {
         let Start::Laplace { max_iters } = *self else {
-            return Ok(());
+            return Ok(None);
         };
         let d = model.dim();
         if d == 0 {
-            return Ok(());
+            return Ok(None);
         }
         let batch = Batch {
             jacobian,
@@ -134,18 +137,63 @@ impl Start {
         // The drawn location's error is the model's to report (nothing later can fix it).
         target.eval_checked(&psi[..d])?;
         climb(&target, max_iters);
-        let Some(mode) = target.best() else {
-            return Ok(());
+        let Some((cost, mode)) = target.best_point() else {
+            return Ok(None);
         };
         let precision = hessian_precision(model, &batch, &mode)?;
         let mut laplace = psi.to_vec();
-        set_laplace(guide, &mode, &precision, rng, &mut laplace);
+        let log_det = set_laplace(guide, &mode, &precision, rng, &mut laplace);
         if elbo_prefers(guide, model, &batch, rng, psi, &laplace)? {
             psi.copy_from_slice(&laplace);
+            return Ok(Some(-cost + log_det));
         }
-        Ok(())
+        Ok(None)
+    }
+
+    /// After every particle started: a particle whose Laplace mass (its `evidence`, from
+    /// [`Start::apply`]) is below the best particle's by more than [`NEGLIGIBLE_MASS`] nats
+    /// climbed to a point that holds no visible share of the posterior (a far local optimum;
+    /// on ARMA(1, 1), a moving-average coefficient beyond ±1 where the errors explode, at
+    /// log p −3e5 against the mode's 67). It becomes a copy of a kept Laplace particle (taken
+    /// in turn), its location moved by [`LAPLACE_JITTER`] σ z. Particles that kept their draw
+    /// (`None`) stay. Returns how many were replaced.
+    pub(crate) fn prune(
+        particles: &mut Matrix,
+        evidence: &[Option<f64>],
+        d: usize,
+        rng: &mut rand_chacha::ChaCha8Rng,
+    ) -> usize {
+        let Some(best) = evidence.iter().flatten().copied().reduce(f64::max) else {
+            return 0;
+        };
+        let kept: Vec<usize> = (0..evidence.len())
+            .filter(|&i| evidence[i].is_some_and(|e| e >= best - NEGLIGIBLE_MASS))
+            .collect();
+        let mut replaced = 0;
+        for i in 0..evidence.len() {
+            if evidence[i].is_some_and(|e| e < best - NEGLIGIBLE_MASS) {
+                let source = particles.row(kept[replaced % kept.len()]).to_vec();
+                let row = particles.row_mut(i);
+                row.copy_from_slice(&source);
+                for c in 0..d.min(row.len()) {
+                    let z: f64 = rand_distr::StandardNormal.sample(&mut *rng);
+                    let sigma = if row.len() >= 2 * d {
+                        softplus(row[d + c])
+                    } else {
+                        0.0
+                    };
+                    row[c] += LAPLACE_JITTER * sigma * z;
+                }
+                replaced += 1;
+            }
+        }
+        replaced
     }
 }
+
+/// How far (nats of Laplace mass, log p(θ̂) + log|L|) a particle's start may lie below the
+/// best particle's before [`Start::prune`] replaces it: e^−10 ≈ 5e-5 of the best mode's mass.
+pub const NEGLIGIBLE_MASS: f64 = 10.0;
 
 /// L-BFGS on −log p from the best point of `target` (memory [`LBFGS_MEMORY`], at most
 /// `max_iters` iterations), with a backtracking line search on the Armijo condition
@@ -276,10 +324,6 @@ impl<'a, M: LogDensity + ?Sized> Target<'a, M> {
         }
     }
 
-    fn best(&self) -> Option<Vec<f64>> {
-        self.best_point().map(|(_, x)| x)
-    }
-
     /// (−log p, θ) of the best finite point so far.
     fn best_point(&self) -> Option<(f64, Vec<f64>)> {
         let best = self.best.lock().unwrap_or_else(|e| e.into_inner());
@@ -353,14 +397,15 @@ fn covariance_factor(precision: &Matrix) -> Option<faer::Mat<f64>> {
 }
 
 /// Writes the Laplace start into `psi` (which holds the drawn particle): location `mode` plus
-/// the jitter, scales and (full rank) factor from `precision`.
+/// the jitter, scales and (full rank) factor from `precision`. Returns log|L| = Σ ln σ_c of
+/// the full-rank factor, or of the scales otherwise (0 for a point mass).
 fn set_laplace(
     guide: &GuideSettings,
     mode: &[f64],
     precision: &Matrix,
     rng: &mut rand_chacha::ChaCha8Rng,
     psi: &mut [f64],
-) {
+) -> f64 {
     let d = mode.len();
     let factor = match guide {
         GuideSettings::FullRank { .. } => covariance_factor(precision),
@@ -414,6 +459,10 @@ fn set_laplace(
                 }
             }
         }
+    }
+    match guide {
+        GuideSettings::Delta => 0.0,
+        _ => sigma.iter().map(|s| s.ln()).sum(),
     }
 }
 
@@ -602,7 +651,7 @@ mod tests {
         let target = Target::new(&model, &batch);
         target.eval_checked(&[1.0, -1.5, 0.5]).unwrap();
         climb(&target, Start::LAPLACE_ITERS);
-        let best = target.best().unwrap();
+        let best = target.best_point().unwrap().1;
         let sigma = (rss / (n - 1) as f64).sqrt();
         assert!((best[0] - a).abs() < 1e-3 * a.abs(), "a {} vs {a}", best[0]);
         assert!((best[1] - b).abs() < 1e-3 * b.abs(), "b {} vs {b}", best[1]);
@@ -611,6 +660,27 @@ mod tests {
             "σ {}",
             best[2].exp()
         );
+    }
+
+    #[test]
+    fn starts_of_negligible_mass_become_copies_of_kept_ones() {
+        // d = 1, Normal guide: rows [loc, ρ].
+        let mut particles = Matrix::from_rows(&[
+            vec![1.0, 0.0],
+            vec![50.0, 3.0],
+            vec![7.0, -1.0],
+            vec![2.0, 1.0],
+        ])
+        .unwrap();
+        let evidence = [Some(0.0), Some(-50.0), None, Some(-5.0)];
+        let mut rng = rand_chacha::ChaCha8Rng::seed_from_u64(4);
+        assert_eq!(Start::prune(&mut particles, &evidence, 1, &mut rng), 1);
+        // Row 1 is row 0's guide, its location within a few jitter sds (½σ, σ = softplus(0)).
+        assert_eq!(particles.get(1, 1), 0.0);
+        assert!((particles.get(1, 0) - 1.0).abs() < 4.0 * 0.5 * softplus(0.0));
+        // The draw kept (None) and the start within 10 nats stay.
+        assert_eq!(particles.row(2), &[7.0, -1.0]);
+        assert_eq!(particles.row(3), &[2.0, 1.0]);
     }
 
     #[test]
