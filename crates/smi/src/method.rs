@@ -670,9 +670,9 @@ pub fn fit<M: LogDensity + ?Sized>(
             }
             let white_engine = white_settings.build(&white)?;
             let mut state = white_engine.init()?;
-            state.particles = map.to_white(&guide, &started.particles);
+            state.particles = map.whiten(&guide, &started.particles);
             let mut res = run(white_engine.as_ref(), state, run_settings, observer)?;
-            res.state.particles = map.from_white(&guide, &res.state.particles);
+            res.state.particles = map.unwhiten(&guide, &res.state.particles);
             let mixture = engine.posterior(&res.state);
             (res, mixture)
         }

@@ -102,14 +102,14 @@ impl Affine {
     }
 
     /// Particles on θ → on x (m×p each).
-    pub(crate) fn to_white(&self, guide: &GuideSettings, particles: &Matrix) -> Matrix {
+    pub(crate) fn whiten(&self, guide: &GuideSettings, particles: &Matrix) -> Matrix {
         let offset = mat_vec(&self.inverse, &self.shift);
         let offset: Vec<f64> = offset.iter().map(|v| -v).collect();
         map_particles(guide, particles, &self.inverse, &offset)
     }
 
     /// Particles on x → on θ.
-    pub(crate) fn from_white(&self, guide: &GuideSettings, particles: &Matrix) -> Matrix {
+    pub(crate) fn unwhiten(&self, guide: &GuideSettings, particles: &Matrix) -> Matrix {
         map_particles(guide, particles, &self.factor, &self.shift)
     }
 }
@@ -286,7 +286,7 @@ mod tests {
             let d = 4;
             let psi = particles(&guide, d, 1);
             let map = Affine::of_mixture(&guide, &psi, d).unwrap();
-            let back = map.from_white(&guide, &map.to_white(&guide, &psi));
+            let back = map.unwhiten(&guide, &map.whiten(&guide, &psi));
             for (a, b) in psi.as_slice().iter().zip(back.as_slice()) {
                 assert!(
                     (a - b).abs() < 1e-9 * a.abs().max(1.0),
@@ -294,7 +294,7 @@ mod tests {
                 );
             }
             // On x the mixture has mean 0 and covariance I (diagonal 1 where A is diagonal).
-            let white = map.to_white(&guide, &psi);
+            let white = map.whiten(&guide, &psi);
             let again = Affine::of_mixture(&guide, &white, d).unwrap();
             for c in 0..d {
                 assert!(

@@ -170,8 +170,8 @@ impl Start {
             .filter(|&i| evidence[i].is_some_and(|e| e >= best - NEGLIGIBLE_MASS))
             .collect();
         let mut replaced = 0;
-        for i in 0..evidence.len() {
-            if evidence[i].is_some_and(|e| e < best - NEGLIGIBLE_MASS) {
+        for (i, e) in evidence.iter().enumerate() {
+            if e.is_some_and(|e| e < best - NEGLIGIBLE_MASS) {
                 let source = particles.row(kept[replaced % kept.len()]).to_vec();
                 let row = particles.row_mut(i);
                 row.copy_from_slice(&source);
@@ -237,7 +237,7 @@ fn climb<M: LogDensity + ?Sized>(target: &Target<'_, M>, max_iters: u64) {
         }
         let mut direction: Vec<f64> = q.iter().map(|v| -v).collect();
         let mut slope = dot(&direction, &g);
-        if !(slope < 0.0) {
+        if slope.is_nan() || slope >= 0.0 {
             memory.clear();
             direction = g.iter().map(|v| -v / norm).collect();
             slope = -norm;
@@ -342,12 +342,12 @@ fn hessian_precision<M: LogDensity + ?Sized>(
     let d = mode.len();
     let h: Vec<f64> = mode.iter().map(|x| 1e-4 * x.abs().max(1.0)).collect();
     let mut theta = Vec::with_capacity(2 * d * d);
-    for j in 0..d {
+    for (j, hj) in h.iter().enumerate() {
         for sign in [1.0, -1.0] {
             theta.extend(mode.iter().enumerate().map(
                 |(i, x)| {
                     if i == j {
-                        x + sign * h[j]
+                        x + sign * hj
                     } else {
                         *x
                     }
@@ -509,7 +509,8 @@ fn elbo_prefers<M: LogDensity + ?Sized>(
         }
     };
     let (e_drawn, e_laplace) = (elbo(drawn), elbo(laplace));
-    Ok(e_laplace.is_finite() && !(e_drawn >= e_laplace))
+    // NaN counts as −∞ above; the drawn start wins ties.
+    Ok(e_laplace.is_finite() && e_laplace > e_drawn)
 }
 
 #[cfg(test)]
