@@ -537,11 +537,11 @@ mod tests {
         })
     }
 
-    #[test]
-    fn full_rank_start_is_the_gaussian_itself() {
+    /// One particle of `guide` on [`gaussian`], drawn and started from the Laplace
+    /// approximation under `seed`.
+    fn started(guide: GuideSettings, seed: u64) -> Vec<f64> {
         let model = gaussian();
-        let guide = GuideSettings::full_rank();
-        let mut rng = rand_chacha::ChaCha8Rng::seed_from_u64(1);
+        let mut rng = rand_chacha::ChaCha8Rng::seed_from_u64(seed);
         let mut psi = vec![0.0; guide.param_dim(2)];
         guide
             .init_particle(&model, &crate::Init::default(), &mut rng, &mut psi)
@@ -549,6 +549,12 @@ mod tests {
         Start::laplace()
             .apply(&guide, &model, true, &mut rng, &mut psi)
             .unwrap();
+        psi
+    }
+
+    #[test]
+    fn full_rank_start_is_the_gaussian_itself() {
+        let psi = started(GuideSettings::full_rank(), 1);
         // L = chol(Σ) = [[2, 0], [0.9, √0.19]]: σ = (2, √0.19), u₁₀ = 0.9 / √0.19.
         let (s0, s1) = (softplus(psi[2]), softplus(psi[3]));
         assert!((s0 - 2.0).abs() < 1e-4, "σ₀ = {s0}");
@@ -567,16 +573,7 @@ mod tests {
 
     #[test]
     fn mean_field_start_takes_the_conditional_scales() {
-        let model = gaussian();
-        let guide = GuideSettings::normal();
-        let mut rng = rand_chacha::ChaCha8Rng::seed_from_u64(2);
-        let mut psi = vec![0.0; guide.param_dim(2)];
-        guide
-            .init_particle(&model, &crate::Init::default(), &mut rng, &mut psi)
-            .unwrap();
-        Start::laplace()
-            .apply(&guide, &model, true, &mut rng, &mut psi)
-            .unwrap();
+        let psi = started(GuideSettings::normal(), 2);
         // 1/√P_cc: √0.76 and √(0.76/4).
         assert!((softplus(psi[2]) - 0.76f64.sqrt()).abs() < 1e-4);
         assert!((softplus(psi[3]) - 0.19f64.sqrt()).abs() < 1e-4);
