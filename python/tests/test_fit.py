@@ -37,8 +37,16 @@ def test_ovi_recovers_a_gaussian() -> None:
 
 
 def test_smi_calls_python_once_per_step() -> None:
+    # Started as drawn: the Laplace start (the default for small d) adds its climbs' calls.
     post = smi.fit(
-        gaussian, 2, "smi", num_stein_particles=4, num_steps=50, converge=False, quality_draws=0
+        gaussian,
+        2,
+        "smi",
+        num_stein_particles=4,
+        num_steps=50,
+        converge=False,
+        quality_draws=0,
+        start="draw",
     )
     assert post.num_calls == 50 and post.khat is None
     assert post.losses.shape == (50,)

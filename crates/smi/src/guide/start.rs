@@ -112,8 +112,8 @@ impl Start {
     /// when it kept its draw, or for [`Start::Draw`]), for [`Start::prune`].
     ///
     /// # Errors
-    /// The model's error at the drawn location (every later evaluation's error counts as a
-    /// point of density −∞: the climb avoids it).
+    /// The model's errors (a non-finite value is no error: the climb avoids it as a point of
+    /// density −∞).
     pub(crate) fn apply<M: LogDensity + ?Sized>(
         &self,
         guide: &GuideSettings,
@@ -136,7 +136,7 @@ impl Start {
         let target = Target::new(model, &batch);
         // The drawn location's error is the model's to report (nothing later can fix it).
         target.eval_checked(&psi[..d])?;
-        climb(&target, max_iters);
+        climb(&target, max_iters)?;
         let Some((cost, mode)) = target.best_point() else {
             return Ok(None);
         };
@@ -206,17 +206,17 @@ pub const NEGLIGIBLE_MASS: f64 = 10.0;
 /// the first non-finite value a line search meets (an overflowing exp(log σ) on the first
 /// long step is the rule on the validation set, not the exception) and starts every run
 /// with a step of length ‖∇‖.
-fn climb<M: LogDensity + ?Sized>(target: &Target<'_, M>, max_iters: u64) {
+fn climb<M: LogDensity + ?Sized>(target: &Target<'_, M>, max_iters: u64) -> Result<()> {
     let Some((mut f, mut x)) = target.best_point() else {
-        return;
+        return Ok(());
     };
-    let (_, mut g) = target.eval(&x);
+    let (_, mut g) = target.eval(&x)?;
     let dot = |a: &[f64], b: &[f64]| a.iter().zip(b).map(|(u, v)| u * v).sum::<f64>();
     let mut memory: std::collections::VecDeque<(Vec<f64>, Vec<f64>, f64)> = Default::default();
     for _ in 0..max_iters {
         let norm = dot(&g, &g).sqrt();
         if !(norm > 0.0 && norm.is_finite()) {
-            return;
+            return Ok(());
         }
         // Two-loop recursion: d = −H g.
         let mut q = g.clone();
@@ -251,7 +251,7 @@ fn climb<M: LogDensity + ?Sized>(target: &Target<'_, M>, max_iters: u64) {
                 .zip(&direction)
                 .map(|(xi, di)| xi + step * di)
                 .collect();
-            let (ft, gt) = target.eval(&trial);
+            let (ft, gt) = target.eval(&trial)?;
             if ft.is_finite() && ft <= f + 1e-4 * step * slope {
                 accepted = Some((trial, ft, gt));
                 break;
@@ -259,7 +259,7 @@ fn climb<M: LogDensity + ?Sized>(target: &Target<'_, M>, max_iters: u64) {
             step *= if ft.is_finite() { 0.5 } else { 0.1 };
         }
         let Some((xn, fn_, gn)) = accepted else {
-            return;
+            return Ok(());
         };
         let s: Vec<f64> = xn.iter().zip(&x).map(|(a, b)| a - b).collect();
         let y: Vec<f64> = gn.iter().zip(&g).map(|(a, b)| a - b).collect();
@@ -273,9 +273,10 @@ fn climb<M: LogDensity + ?Sized>(target: &Target<'_, M>, max_iters: u64) {
         let gain = f - fn_;
         (x, f, g) = (xn, fn_, gn);
         if gain <= 1e-12 * f.abs().max(1.0) {
-            return;
+            return Ok(());
         }
     }
+    Ok(())
 }
 
 /// Trials of one line search of [`climb`] (the step shrinks at least twofold per trial).
@@ -314,14 +315,15 @@ impl<'a, M: LogDensity + ?Sized> Target<'a, M> {
         Ok((logp[0], grad))
     }
 
-    /// (−log p, −∇log p) with every failure as (+∞, 0): the line search backs off from it.
-    fn eval(&self, theta: &[f64]) -> (f64, Vec<f64>) {
-        match self.eval_checked(theta) {
-            Ok((lp, g)) if lp.is_finite() && g.iter().all(|v| v.is_finite()) => {
-                (-lp, g.into_iter().map(|v| -v).collect())
-            }
-            _ => (f64::INFINITY, vec![0.0; theta.len()]),
-        }
+    /// (−log p, −∇log p) with a non-finite value as (+∞, 0): the line search backs off from
+    /// it. The model's errors are passed on (a fit fails on them, as a step would).
+    fn eval(&self, theta: &[f64]) -> Result<(f64, Vec<f64>)> {
+        let (lp, g) = self.eval_checked(theta)?;
+        Ok(if lp.is_finite() && g.iter().all(|v| v.is_finite()) {
+            (-lp, g.into_iter().map(|v| -v).collect())
+        } else {
+            (f64::INFINITY, vec![0.0; theta.len()])
+        })
     }
 
     /// (−log p, θ) of the best finite point so far.
@@ -332,8 +334,8 @@ impl<'a, M: LogDensity + ?Sized> Target<'a, M> {
 }
 
 /// P = −H at `mode` (d×d, symmetrised), H by central differences of the gradient with steps
-/// h_j = 1e-4 · max(1, |mode_j|), all 2d draws in one call; entries the model cannot give
-/// finitely are NaN.
+/// h_j = 1e-4 · max(1, |mode_j|), all 2d draws in one call (non-finite gradients leave
+/// non-finite entries, which the start treats as no curvature information).
 fn hessian_precision<M: LogDensity + ?Sized>(
     model: &M,
     batch: &Batch,
@@ -358,13 +360,7 @@ fn hessian_precision<M: LogDensity + ?Sized>(
     let mut logp = vec![0.0; 2 * d];
     let mut grad = vec![0.0; 2 * d * d];
     let mut p = Matrix::zeros(d, d);
-    if model
-        .log_density_and_grad(&theta, batch, &mut logp, &mut grad)
-        .is_err()
-    {
-        p.as_mut_slice().fill(f64::NAN);
-        return Ok(p);
-    }
+    model.log_density_and_grad(&theta, batch, &mut logp, &mut grad)?;
     // Column j of H: (g(mode + h_j e_j) − g(mode − h_j e_j)) / 2h_j.
     for j in 0..d {
         let (plus, minus) = (&grad[2 * j * d..(2 * j + 1) * d], &grad[(2 * j + 1) * d..]);
@@ -486,29 +482,18 @@ fn elbo_prefers<M: LogDensity + ?Sized>(
     let eps: Vec<f64> = (0..s * row)
         .map(|_| rand_distr::StandardNormal.sample(&mut *rng))
         .collect();
-    let elbo = |psi: &[f64]| -> f64 {
+    let elbo = |psi: &[f64]| -> Result<f64> {
         let mut theta = vec![0.0; s * d];
         guide.sample(psi, &eps, &mut theta);
         let (mut logp, mut grad) = (vec![0.0; s], vec![0.0; s * d]);
-        if model
-            .log_density_and_grad(&theta, batch, &mut logp, &mut grad)
-            .is_err()
-        {
-            return f64::NEG_INFINITY;
-        }
-        let Ok(one) = Matrix::from_rows(&[psi.to_vec()]) else {
-            return f64::NEG_INFINITY;
-        };
+        model.log_density_and_grad(&theta, batch, &mut logp, &mut grad)?;
+        let one = Matrix::from_rows(&[psi.to_vec()])?;
         let (mut logq, mut gq) = (vec![0.0; s], vec![0.0; s * d]);
         guide.mixture_log_density(&one, &theta, &mut logq, &mut gq);
         let v = logp.iter().zip(&logq).map(|(p, q)| p - q).sum::<f64>() / s as f64;
-        if v.is_nan() {
-            f64::NEG_INFINITY
-        } else {
-            v
-        }
+        Ok(if v.is_nan() { f64::NEG_INFINITY } else { v })
     };
-    let (e_drawn, e_laplace) = (elbo(drawn), elbo(laplace));
+    let (e_drawn, e_laplace) = (elbo(drawn)?, elbo(laplace)?);
     // NaN counts as −∞ above; the drawn start wins ties.
     Ok(e_laplace.is_finite() && e_laplace > e_drawn)
 }
@@ -648,7 +633,7 @@ mod tests {
         let batch = Batch::full();
         let target = Target::new(&model, &batch);
         target.eval_checked(&[1.0, -1.5, 0.5]).unwrap();
-        climb(&target, Start::LAPLACE_ITERS);
+        climb(&target, Start::LAPLACE_ITERS).unwrap();
         let best = target.best_point().unwrap().1;
         let sigma = (rss / (n - 1) as f64).sqrt();
         assert!((best[0] - a).abs() < 1e-3 * a.abs(), "a {} vs {a}", best[0]);
