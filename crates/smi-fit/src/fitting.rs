@@ -141,6 +141,7 @@ pub(super) fn unit_settings(
         attraction: Default::default(),
         defect: None,
         guide: guide_of(a),
+        loss_temperature: 1.0,
     }
 }
 

@@ -312,6 +312,7 @@ fn tiny_fit(steps: u64) -> (BnnRegression, UnitSettings) {
         attraction: Default::default(),
         defect: None,
         guide: None,
+        loss_temperature: 1.0,
     };
     (model, s)
 }

@@ -236,6 +236,7 @@ mod tests {
             attraction: Default::default(),
             defect: None,
             guide: None,
+            loss_temperature: 1.0,
         };
         let optimizer =
             |schedule| match method_settings(Method::Smi, Some(0.01), &s, 0, schedule).unwrap() {

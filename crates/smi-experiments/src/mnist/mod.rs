@@ -336,6 +336,21 @@ impl Plan {
         )
     }
 
+    /// What the names of a unit's state, progress and lock files gain: nothing for the paper's
+    /// settings, the changed setting for SMI's variants (`-attraction=numpyro`,
+    /// `-defect=double-transform`), so that variants can run beside each other and beside the
+    /// paper's unit.
+    pub(super) fn file_tag(&self, method: Method) -> String {
+        if method != Method::Smi {
+            return String::new();
+        }
+        format!(
+            "{}{}",
+            attraction_suffix(self.attraction, "-"),
+            defect_suffix(self.defect, "-")
+        )
+    }
+
     /// The record's config: the training key plus epochs and evaluation settings.
     fn config(&self, layers: usize, method: Method, n: usize, n_test: usize) -> String {
         format!(
@@ -548,7 +563,7 @@ pub fn run(args: &Args) -> Result<()> {
             // One lock per checkpoint: runs sharing the folder never train the same one.
             let Some(_lock) = locks::try_lock(
                 &plan.out,
-                &format!("{EXPERIMENT}-{layers}-{method}"),
+                &format!("{EXPERIMENT}-{layers}-{method}{}", plan.file_tag(method)),
                 &format!("{layers}|{method}"),
             )?
             else {

@@ -153,12 +153,19 @@ pub fn report(out: &Path) -> Result<()> {
     }
     // (layers, method) → the latest record.
     let mut latest: BTreeMap<(u64, Method), &Map<String, Value>> = BTreeMap::new();
-    // Runs with a reproduced NumPyro defect (`defect=` in the config) never stand for their
-    // method: they get a section of their own.
+    // Runs with a reproduced NumPyro defect (`defect=` in the config) or another variant of
+    // the paper's settings (NumPyro's attraction normalisation) never stand for their method:
+    // they get sections of their own.
     let mut defects: Vec<&Map<String, Value>> = Vec::new();
+    let mut variants: Vec<&Map<String, Value>> = Vec::new();
     for r in &recs {
-        if records::text(r, "config").is_some_and(|c| c.contains("defect=")) {
+        let config = records::text(r, "config").unwrap_or("");
+        if config.contains("defect=") {
             defects.push(r);
+            continue;
+        }
+        if config.contains("attraction=") {
+            variants.push(r);
             continue;
         }
         let key = (|| {
@@ -206,34 +213,19 @@ pub fn report(out: &Path) -> Result<()> {
     }
     md.push_str(&super::paper_table::beside_the_paper(&latest));
     if !defects.is_empty() {
-        md.push_str(
-            "## Reproduced NumPyro defects\n\nRuns of `smi reproduce mnist --defect` \
-             (docs/algorithms.md §2.8, §2.9): paper metrics of each run (its configuration in \
-             the last column), apart from the tables above.\n\n",
-        );
-        let mut header = vec!["layers", "method"];
-        header.extend(PAPER_COLUMNS.iter().map(|c| c.header));
-        header.push("config");
-        let rows: Vec<Vec<String>> = defects
-            .iter()
-            .map(|r| {
-                let mut row = vec![
-                    records::get(r, "layers")
-                        .and_then(Value::as_u64)
-                        .map_or("–".to_string(), |v| v.to_string()),
-                    records::text(r, "method").unwrap_or("?").to_string(),
-                ];
-                row.extend(
-                    PAPER_COLUMNS
-                        .iter()
-                        .map(|c| MeanStd::of(&samples(r, c.key)).map_or("–".to_string(), cell)),
-                );
-                row.push(format!("`{}`", records::text(r, "config").unwrap_or("?")));
-                row
-            })
-            .collect();
-        md.push_str(&tables::markdown(&header, &rows));
-        md.push('\n');
+        md.push_str(&variant_section(
+            "Reproduced NumPyro defects",
+            "Runs of `smi reproduce mnist --defect` (docs/algorithms.md §2.8, §2.9)",
+            &defects,
+        ));
+    }
+    if !variants.is_empty() {
+        md.push_str(&variant_section(
+            "Variants of the paper's settings",
+            "Runs of `smi reproduce mnist --attraction numpyro` without a defect \
+             (docs/algorithms.md §2.8)",
+            &variants,
+        ));
     }
     md.push_str("## Runs and time per epoch\n\n");
     md.push_str(
@@ -292,4 +284,35 @@ pub fn report(out: &Path) -> Result<()> {
     records::write_atomic(&path, md.as_bytes())
         .with_context(|| format!("cannot write {}", path.display()))?;
     Ok(())
+}
+
+/// A section of runs that differ from the paper's settings on purpose: the paper metrics of
+/// each run, its configuration in the last column.
+fn variant_section(title: &str, intro: &str, runs: &[&Map<String, Value>]) -> String {
+    let mut header = vec!["layers", "method"];
+    header.extend(PAPER_COLUMNS.iter().map(|c| c.header));
+    header.push("config");
+    let rows: Vec<Vec<String>> = runs
+        .iter()
+        .map(|r| {
+            let mut row = vec![
+                records::get(r, "layers")
+                    .and_then(Value::as_u64)
+                    .map_or("–".to_string(), |v| v.to_string()),
+                records::text(r, "method").unwrap_or("?").to_string(),
+            ];
+            row.extend(
+                PAPER_COLUMNS
+                    .iter()
+                    .map(|c| MeanStd::of(&samples(r, c.key)).map_or("–".to_string(), cell)),
+            );
+            row.push(format!("`{}`", records::text(r, "config").unwrap_or("?")));
+            row
+        })
+        .collect();
+    format!(
+        "## {title}\n\n{intro}: paper metrics of each run (its configuration in the last \
+         column), apart from the tables above.\n\n{}\n",
+        tables::markdown(&header, &rows)
+    )
 }

@@ -164,9 +164,9 @@ fn the_report_puts_ours_beside_the_paper() {
 }
 
 #[test]
-fn a_run_with_a_reproduced_defect_does_not_stand_for_its_method() {
-    // A correct SMI record, then a later one with the double-transform defect: the tables keep
-    // the correct one, the defect gets its own section.
+fn a_run_with_a_reproduced_defect_or_a_variant_does_not_stand_for_its_method() {
+    // A correct SMI record, then later ones with the double-transform defect and with NumPyro's
+    // attraction alone: the tables keep the correct one, the others get sections of their own.
     let rec = |acc: f64, config: &str| {
         let Value::Object(r) = json!({"layers": 1, "method": "smi", "epochs": 20, "steps": 9360,
             "config": config, "metrics": {"acc": acc, "nll": 0.1}})
@@ -179,11 +179,42 @@ fn a_run_with_a_reproduced_defect_does_not_stand_for_its_method() {
     let out = dir.path();
     records::append(out, EXPERIMENT, rec(0.93, "c")).unwrap();
     records::append(out, EXPERIMENT, rec(0.96, "c defect=double-transform")).unwrap();
+    records::append(out, EXPERIMENT, rec(0.97, "c attraction=numpyro")).unwrap();
     report(out).unwrap();
     let md = std::fs::read_to_string(out.join("mnist.md")).unwrap();
     let section = &md[md.find("## Beside the paper").unwrap()..md.find("## Reproduced").unwrap()];
     assert!(section.contains("| SMI | 20 | .930 ± .000 |"), "{section}");
-    let defects = &md[md.find("## Reproduced NumPyro defects").unwrap()..];
+    let defects = &md[md.find("## Reproduced NumPyro defects").unwrap()
+        ..md.find("## Variants of the paper's settings").unwrap()];
     assert!(defects.contains("| 1 | smi |"), "{defects}");
     assert!(defects.contains(".960 ± .000"), "{defects}");
+    assert!(!defects.contains(".970 ± .000"), "{defects}");
+    let variants = &md[md.find("## Variants of the paper's settings").unwrap()..];
+    assert!(variants.contains(".970 ± .000"), "{variants}");
+}
+
+#[test]
+fn variants_keep_their_state_files_apart() {
+    let plan = |extra: &[&str]| {
+        use clap::Parser;
+        #[derive(clap::Parser)]
+        struct W {
+            #[command(flatten)]
+            a: Args,
+        }
+        let mut v = vec!["x"];
+        v.extend_from_slice(extra);
+        Plan::new(&W::parse_from(v).a).unwrap()
+    };
+    assert_eq!(plan(&[]).file_tag(Method::Smi), "");
+    assert_eq!(
+        plan(&["--attraction", "numpyro"]).file_tag(Method::Smi),
+        "-attraction=numpyro"
+    );
+    let both = plan(&["--attraction", "numpyro", "--defect", "double-transform"]);
+    assert_eq!(
+        both.file_tag(Method::Smi),
+        "-attraction=numpyro-defect=double-transform"
+    );
+    assert_eq!(both.file_tag(Method::Map), "");
 }

@@ -10,11 +10,13 @@ use flate2::Compression;
 use super::*;
 use crate::cpu_time::process_cpu_seconds;
 
-fn checkpoint_paths(out: &Path, layers: usize, method: Method) -> (PathBuf, PathBuf) {
+/// The state and progress files of a unit; `tag` ([`Plan::file_tag`]) keeps a variant of the
+/// paper's settings apart from the paper's own unit.
+fn checkpoint_paths(out: &Path, layers: usize, method: Method, tag: &str) -> (PathBuf, PathBuf) {
     let dir = out.join("checkpoints");
     (
-        dir.join(format!("mnist-{layers}-{method}.json")),
-        dir.join(format!("mnist-{layers}-{method}.progress.json")),
+        dir.join(format!("mnist-{layers}-{method}{tag}.json")),
+        dir.join(format!("mnist-{layers}-{method}{tag}.progress.json")),
     )
 }
 
@@ -274,7 +276,7 @@ pub(super) fn train(
     let spe = rows.steps_per_epoch();
     let total = plan.total_steps(n)?;
     let label = format!("mnist {layers}-layer {method}");
-    let (ckpt, progress_path) = checkpoint_paths(&plan.out, layers, method);
+    let (ckpt, progress_path) = checkpoint_paths(&plan.out, layers, method, &plan.file_tag(method));
     if let Some(dir) = ckpt.parent() {
         std::fs::create_dir_all(dir).with_context(|| format!("cannot create {}", dir.display()))?;
     }

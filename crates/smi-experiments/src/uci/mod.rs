@@ -110,6 +110,31 @@ pub struct Args {
     /// inference; it enters SMI's config string, so its records sit beside the correct ones.
     #[arg(long, value_name = "DEFECT")]
     pub defect: Option<NumpyroDefect>,
+    /// SMI's number of particles m, for an ablation of the paper's settings [default: 5].
+    /// A value other than the default marks the run as an ablation (see --ablation).
+    #[arg(long, value_name = "M")]
+    pub particles: Option<usize>,
+    /// SMI's ELBO draws S per particle and step, for an ablation [default: 100; with --quick:
+    /// 10]. A value other than the default marks the run as an ablation.
+    #[arg(long, value_name = "S")]
+    pub elbo_draws: Option<usize>,
+    /// The initial scale σ₀ of SMI's Normal guides, for an ablation [default: 0.1, NumPyro's
+    /// AutoNormal]. A value other than the default marks the run as an ablation.
+    #[arg(long, value_name = "SIGMA0")]
+    pub init_scale: Option<f64>,
+    /// SMI's likelihood temperature τ, multiplying the model's log density in the attraction
+    /// (τ < 1 tempers the posterior), for an ablation [default: 1]. A value other than the
+    /// default marks the run as an ablation.
+    #[arg(long, value_name = "TAU")]
+    pub loss_temperature: Option<f64>,
+    /// Mark SMI's runs as an ablation of the paper's settings (implied by a non-default
+    /// --particles, --elbo-draws, --init-scale or --loss-temperature; useful alone with
+    /// --max-steps). Their config gains `ablation`: `uci.md` reports them in "Ablations of the
+    /// paper's settings" beside the paper's configuration on the same splits, never in the
+    /// method's row, and their state and lock files carry the config's tag, so that several
+    /// ablations can run at once.
+    #[arg(long)]
+    pub ablation: bool,
     /// Units run at the same time (each also uses the rayon pool for its draws).
     #[arg(long, default_value_t = 1)]
     pub jobs: usize,
@@ -170,8 +195,19 @@ struct Plan {
     lr: LrMode,
     attraction: AttractionNorm,
     defect: Option<NumpyroDefect>,
+    /// SMI's guide init scale σ₀.
+    init_scale: f64,
+    /// SMI's likelihood temperature τ.
+    loss_temperature: f64,
+    /// SMI's runs are an ablation of the paper's settings.
+    ablation: bool,
     progress: bool,
 }
+
+/// The paper's settings that an ablation may change (docs/algorithms.md §7.3).
+const PAPER_PARTICLES: usize = 5;
+const PAPER_ELBO_DRAWS: usize = 100;
+const PAPER_INIT_SCALE: f64 = 0.1;
 
 impl Plan {
     fn new(args: &Args) -> Result<Self> {
@@ -194,10 +230,37 @@ impl Plan {
                 ..NutsSettings::uci()
             }
         };
+        let default_draws = if quick { 10 } else { PAPER_ELBO_DRAWS };
+        let num_particles = args.particles.unwrap_or(PAPER_PARTICLES);
+        let elbo_draws = args.elbo_draws.unwrap_or(default_draws);
+        let init_scale = args.init_scale.unwrap_or(PAPER_INIT_SCALE);
+        let loss_temperature = args.loss_temperature.unwrap_or(1.0);
+        if num_particles == 0 {
+            bail!("--particles must be at least 1");
+        }
+        if elbo_draws == 0 {
+            bail!("--elbo-draws must be at least 1");
+        }
+        if !(init_scale > 0.0 && init_scale.is_finite()) {
+            bail!(
+                "--init-scale {init_scale}: the guide's initial scale must be positive and finite"
+            );
+        }
+        if !(loss_temperature > 0.0 && loss_temperature.is_finite()) {
+            bail!("--loss-temperature {loss_temperature}: τ must be positive and finite");
+        }
+        let ablation = args.ablation
+            || num_particles != PAPER_PARTICLES
+            || elbo_draws != default_draws
+            || init_scale != PAPER_INIT_SCALE
+            || loss_temperature != 1.0;
         Ok(Plan {
             max_steps,
-            num_particles: 5,
-            elbo_draws: if quick { 10 } else { 100 },
+            num_particles,
+            elbo_draws,
+            init_scale,
+            loss_temperature,
+            ablation,
             batch_size: 100,
             init_radius: 0.1,
             pred_draws: if quick { 200 } else { 5000 },
@@ -210,11 +273,17 @@ impl Plan {
         })
     }
 
-    /// The engine settings for a training set of `n` rows.
-    fn method_settings(&self, n: usize) -> UnitSettings {
+    /// The engine settings of `method` for a training set of `n` rows (the ablation's
+    /// settings reach SMI only).
+    fn method_settings(&self, n: usize, method: Method) -> UnitSettings {
+        let smi = method == Method::Smi;
         UnitSettings {
             max_steps: self.max_steps,
-            num_particles: self.num_particles,
+            num_particles: if smi {
+                self.num_particles
+            } else {
+                PAPER_PARTICLES
+            },
             elbo_draws: self.elbo_draws,
             batch_size: Some(self.batch_size.min(n)),
             init_radius: self.init_radius,
@@ -222,8 +291,44 @@ impl Plan {
             nuts: self.nuts.clone(),
             attraction: self.attraction,
             defect: self.defect,
-            guide: None,
+            guide: (smi && self.init_scale != PAPER_INIT_SCALE).then_some(
+                smi::GuideSettings::Normal {
+                    init_scale: self.init_scale,
+                },
+            ),
+            loss_temperature: if smi { self.loss_temperature } else { 1.0 },
         }
+    }
+
+    /// What SMI's config gains for an ablation: nothing for the paper's settings, else the
+    /// changed init scale and temperature and the `ablation` mark (m and S are always in it).
+    fn ablation_suffix(&self) -> String {
+        if !self.ablation {
+            return String::new();
+        }
+        let mut s = String::new();
+        if self.init_scale != PAPER_INIT_SCALE {
+            s.push_str(&format!("|scale0={}", self.init_scale));
+        }
+        if self.loss_temperature != 1.0 {
+            s.push_str(&format!("|tau={}", self.loss_temperature));
+        }
+        s + "|ablation"
+    }
+
+    /// What the names of a unit's state and lock files gain: nothing for the paper's settings,
+    /// else a tag of SMI's config, so that ablations of one unit can run at once.
+    fn file_tag(&self, method: Method) -> String {
+        if method != Method::Smi || !self.ablation {
+            return String::new();
+        }
+        // FNV-1a of the config without its learning rate (the same for every data set).
+        let config = self.config(method, None);
+        let mut h: u64 = 0xcbf2_9ce4_8422_2325;
+        for b in config.bytes() {
+            h = (h ^ u64::from(b)).wrapping_mul(0x0000_0100_0000_01b3);
+        }
+        format!("-ablation-{:08x}", h as u32)
     }
 
     /// The seed of the unit on `split` (also used by the learning-rate search on split 0).
@@ -238,17 +343,18 @@ impl Plan {
         let common = format!("b={}|init=U{}", self.batch_size, self.init_radius);
         let s = match method {
             Method::Smi => format!(
-                "lr={lr}|steps<={}|es=35x2|m={}|S={}|{common}|pred={}{}{}",
+                "lr={lr}|steps<={}|es=35x2|m={}|S={}|{common}|pred={}{}{}{}",
                 self.max_steps,
                 self.num_particles,
                 self.elbo_draws,
                 self.pred_draws,
                 attraction_suffix(self.attraction, "|"),
-                defect_suffix(self.defect, "|")
+                defect_suffix(self.defect, "|"),
+                self.ablation_suffix()
             ),
             Method::Svgd | Method::Asvgd => format!(
-                "lr={lr}|steps<={}|es=35x2|m={}|{common}|pred=particles",
-                self.max_steps, self.num_particles
+                "lr={lr}|steps<={}|es=35x2|m={PAPER_PARTICLES}|{common}|pred=particles",
+                self.max_steps
             ),
             Method::Ovi => format!(
                 "lr={lr}|steps={}|S=1|{common}|pred={}",
@@ -278,10 +384,10 @@ struct Unit {
 }
 
 impl Unit {
-    /// Where the unit's fit keeps its state while it runs.
-    fn checkpoint(&self, out: &Path) -> FitCheckpoint {
+    /// Where the unit's fit keeps its state while it runs (`tag`: [`Plan::file_tag`]).
+    fn checkpoint(&self, out: &Path, tag: &str) -> FitCheckpoint {
         let name = format!(
-            "{EXPERIMENT}-{}-{}-{}-{}",
+            "{EXPERIMENT}-{}-{}-{}-{}{tag}",
             self.dataset.short_name(),
             self.kind.name(),
             self.split,
@@ -431,7 +537,10 @@ pub fn run(args: &Args) -> Result<()> {
                 }
                 None => "pending (lr from tuning)",
             };
-            let saved = match u.checkpoint(&args.out).saved_step() {
+            let saved = match u
+                .checkpoint(&args.out, &plan.file_tag(u.method))
+                .saved_step()
+            {
                 Some(step) if status != "done" => format!(", a saved state at step {step}"),
                 _ => String::new(),
             };
@@ -570,7 +679,8 @@ impl Ctx<'_> {
         if self.done.contains(&key) {
             return Ok(Outcome::Skipped);
         }
-        let lock_name = format!("{EXPERIMENT}-{}", u.label());
+        let tag = self.plan.file_tag(u.method);
+        let lock_name = format!("{EXPERIMENT}-{}{tag}", u.label());
         let Some(_lock) = locks::try_lock(self.out, &lock_name, &key)? else {
             return Ok(Outcome::Busy);
         };
@@ -597,7 +707,7 @@ impl Ctx<'_> {
             self.plan,
             self.plan.unit_seed(u.split),
             &u.label(),
-            Some(&u.checkpoint(self.out)),
+            Some(&u.checkpoint(self.out, &tag)),
         )
         .with_context(|| format!("fitting {}", u.label()));
         // the pieces of a resumed unit before this one (none for a failed fit)
@@ -800,7 +910,7 @@ fn fit_and_evaluate(
     } else {
         Box::new(NoObserver)
     };
-    let settings = plan.method_settings(n);
+    let settings = plan.method_settings(n, method);
     let mut rng = prediction_rng(seed);
     let (posterior, steps, seconds, early_stopped, earlier_seconds, earlier_cpu_seconds) =
         match ckpt.filter(|_| method != Method::Nuts) {

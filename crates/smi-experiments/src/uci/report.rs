@@ -8,9 +8,9 @@ use crate::plot::thousands;
 #[derive(Default, Clone)]
 pub(super) struct Cell {
     pub(super) config: String,
-    /// split → (rmse, nll, rmse_paper, nll_paper, seconds_per_step, cpu_seconds); NaN where the
-    /// record lacks the value (`cpu_seconds`: records of binaries older than the field)
-    pub(super) splits: BTreeMap<u64, [f64; 6]>,
+    /// split → (rmse, nll, rmse_paper, nll_paper, seconds_per_step, cpu_seconds, steps); NaN
+    /// where the record lacks the value (`cpu_seconds`: records of binaries older than the field)
+    pub(super) splits: BTreeMap<u64, [f64; 7]>,
 }
 
 /// Rebuilds `uci.md` from `uci.jsonl` (nothing when there are no records); records of failed
@@ -36,6 +36,7 @@ pub fn report(out: &Path) -> Result<()> {
                 "metrics.nll_paper",
                 "metrics.seconds_per_step",
                 "cpu_seconds",
+                "metrics.steps",
             ]
             .map(|k| records::num(r, k).unwrap_or(f64::NAN));
             Some((kind, ds, method, split, config, v))
@@ -54,18 +55,23 @@ pub fn report(out: &Path) -> Result<()> {
             });
         cell.splits.insert(split, v); // a later record of the same split replaces an earlier one
     }
-    // Runs with a reproduced NumPyro defect (`defect=` in the config) are reported apart and
-    // never stand for their method.
+    // Runs with a reproduced NumPyro defect (`defect=` in the config) and ablations of the
+    // paper's settings (`ablation`) are reported apart and never stand for their method.
     let mut defects: Vec<((String, UciDataset, Method), Cell)> = Vec::new();
+    let mut ablations: Vec<((String, UciDataset, Method), Cell)> = Vec::new();
     for (k, configs) in by.iter_mut() {
         let marked: Vec<String> = configs
             .keys()
-            .filter(|c| c.contains("defect="))
+            .filter(|c| c.contains("defect=") || is_ablation(c))
             .cloned()
             .collect();
         for c in marked {
             if let Some(cell) = configs.remove(&c) {
-                defects.push((k.clone(), cell));
+                if c.contains("defect=") {
+                    defects.push((k.clone(), cell));
+                } else {
+                    ablations.push((k.clone(), cell));
+                }
             }
         }
     }
@@ -130,12 +136,27 @@ pub fn report(out: &Path) -> Result<()> {
         md.push('\n');
     }
     if !defects.is_empty() {
-        md.push_str(&defect_table(&defects, &cells));
+        md.push_str(&variant_table(
+            "Reproduced NumPyro defects",
+            "Runs of `smi reproduce uci --defect` (docs/algorithms.md §2.8, §2.9, §2.11)",
+            &defects,
+            &cells,
+        ));
+    }
+    if !ablations.is_empty() {
+        md.push_str(&variant_table(
+            "Ablations of the paper's settings",
+            "Runs of `smi reproduce uci` with --particles, --elbo-draws, --init-scale, \
+             --loss-temperature, --attraction numpyro or --ablation",
+            &ablations,
+            &cells,
+        ));
     }
     md.push_str("## Configurations\n\n");
     let rows: Vec<Vec<String>> = cells
         .iter()
         .chain(defects.iter().map(|(k, c)| (k, c)))
+        .chain(ablations.iter().map(|(k, c)| (k, c)))
         .map(|((kind, ds, m), c)| {
             vec![
                 kind.clone(),
@@ -156,11 +177,36 @@ pub fn report(out: &Path) -> Result<()> {
     Ok(())
 }
 
-/// The section of runs with a reproduced NumPyro defect (`smi reproduce uci --defect`,
-/// docs/algorithms.md §2.8): per run, the paper metrics over its splits beside the shown
-/// configuration of the same method on the same splits.
-fn defect_table(
-    defects: &[((String, UciDataset, Method), Cell)],
+/// Whether `config` is an ablation of the paper's settings (`smi reproduce uci --ablation`, or
+/// `--attraction numpyro`).
+fn is_ablation(config: &str) -> bool {
+    config
+        .split('|')
+        .any(|f| f == "ablation" || f.starts_with("attraction="))
+}
+
+/// What `config` changes against `shown` (the configuration standing for the same method):
+/// its fields that `shown` lacks, without the `ablation` mark.
+fn changed_fields(config: &str, shown: Option<&str>) -> String {
+    let theirs: BTreeSet<&str> = shown.map(|s| s.split('|').collect()).unwrap_or_default();
+    let changed: Vec<&str> = config
+        .split('|')
+        .filter(|f| *f != "ablation" && !theirs.contains(f))
+        .collect();
+    if changed.is_empty() {
+        "–".to_string()
+    } else {
+        format!("`{}`", changed.join("|"))
+    }
+}
+
+/// A section of runs that differ from the paper's settings on purpose (a reproduced NumPyro
+/// defect, an ablation): per run, what it changes, the paper metrics and steps over its splits,
+/// beside the shown configuration of the same method on the same splits.
+fn variant_table(
+    title: &str,
+    intro: &str,
+    variants: &[((String, UciDataset, Method), Cell)],
     cells: &BTreeMap<(String, UciDataset, Method), Cell>,
 ) -> String {
     let stat = |values: Vec<f64>| match MeanStd::of(&values) {
@@ -168,17 +214,12 @@ fn defect_table(
         Err(_) => "–".to_string(),
     };
     let mut rows = Vec::new();
-    for ((kind, ds, m), c) in defects {
-        let name = c
-            .config
-            .split('|')
-            .find_map(|f| f.strip_prefix("defect="))
-            .unwrap_or("?");
+    for ((kind, ds, m), c) in variants {
+        let shown = cells.get(&(kind.clone(), *ds, *m));
         let splits: Vec<u64> = c.splits.keys().copied().collect();
         let ours = |idx: usize| stat(c.splits.values().map(|v| v[idx]).collect());
-        let correct = |idx: usize| {
-            cells
-                .get(&(kind.clone(), *ds, *m))
+        let without = |idx: usize| {
+            shown
                 .map(|cc| {
                     stat(
                         splits
@@ -189,37 +230,45 @@ fn defect_table(
                 })
                 .unwrap_or_else(|| "–".to_string())
         };
+        let steps: Vec<f64> = c.splits.values().map(|v| v[6]).collect();
+        let mean_steps = if steps.iter().all(|v| v.is_finite()) {
+            thousands((steps.iter().sum::<f64>() / steps.len().max(1) as f64).round() as u64)
+        } else {
+            "–".to_string()
+        };
         rows.push(vec![
             kind.clone(),
             ds.to_string(),
             m.label().to_string(),
-            name.to_string(),
+            changed_fields(&c.config, shown.map(|cc| cc.config.as_str())),
             splits
                 .iter()
                 .map(u64::to_string)
                 .collect::<Vec<_>>()
                 .join(", "),
+            mean_steps,
             ours(3),
-            correct(3),
+            without(3),
             ours(2),
-            correct(2),
+            without(2),
         ]);
     }
     format!(
-        "## Reproduced NumPyro defects\n\nRuns of `smi reproduce uci --defect` \
-         (docs/algorithms.md §2.8, §2.9, §2.11): paper metrics, mean ± std over their splits, \
-         beside the configuration shown above for the same method on the same splits.\n\n{}\n",
+        "## {title}\n\n{intro}: paper metrics, mean ± std over their splits, beside the \
+         configuration shown above for the same method on the same splits; \"changes\" lists the \
+         fields of the run's config that the shown one lacks.\n\n{}\n",
         tables::markdown(
             &[
                 "split kind",
                 "dataset",
                 "method",
-                "defect",
+                "changes",
                 "splits",
+                "steps (mean)",
                 "NLL",
-                "NLL without",
+                "NLL shown",
                 "RMSE",
-                "RMSE without",
+                "RMSE shown",
             ],
             &rows,
         )

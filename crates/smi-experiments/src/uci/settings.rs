@@ -33,6 +33,8 @@ pub struct UnitSettings {
     pub defect: Option<NumpyroDefect>,
     /// The guide of SMI and OVI (`None`: the preset's mean-field Normal).
     pub guide: Option<smi::GuideSettings>,
+    /// SMI's likelihood temperature τ ([`smi::SteinSettings::loss_temperature`]; 1: the paper's).
+    pub loss_temperature: f64,
 }
 
 impl UnitSettings {
@@ -74,6 +76,7 @@ impl UnitSettings {
                 s.num_elbo_particles = self.elbo_draws;
                 s.attraction = self.attraction;
                 s.defect = self.defect;
+                s.loss_temperature = self.loss_temperature;
             }
         }
         if let MethodSettings::Svi(s) = &mut settings {

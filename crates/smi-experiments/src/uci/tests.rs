@@ -149,15 +149,16 @@ fn the_report_puts_ours_beside_the_paper() {
 }
 
 #[test]
-fn runs_with_a_reproduced_defect_are_reported_apart() {
-    // Three correct SMI splits of energy and two with the no-chain-rule defect (more records
-    // would not let them stand for SMI either): the main table keeps the correct ones, the
-    // defects' section puts each run beside the correct runs of the same splits.
+fn runs_with_a_reproduced_defect_or_an_ablation_are_reported_apart() {
+    // Three correct SMI splits of energy, two with the no-chain-rule defect and three of an
+    // ablation (more records, or as many, would not let them stand for SMI either): the main
+    // table keeps the correct ones, each section puts its runs beside the correct runs of the
+    // same splits.
     let rec = |split: u64, nll: f64, config: &str| {
         let Value::Object(r) = json!({"dataset": "energy", "method": "smi",
             "split_kind": "standard", "split": split, "config": config,
             "metrics": {"nll": nll, "rmse": 1.0, "nll_paper": nll, "rmse_paper": 1.0,
-                        "seconds_per_step": 0.001}})
+                        "seconds_per_step": 0.001, "steps": 100 * (split + 1)}})
         else {
             unreachable!()
         };
@@ -172,6 +173,10 @@ fn runs_with_a_reproduced_defect_are_reported_apart() {
         let config = "c|defect=no-chain-rule|seed=0";
         records::append(out, EXPERIMENT, rec(split, nll, config)).unwrap();
     }
+    for (split, nll) in [(0, 0.5), (1, 0.5), (2, 0.5)] {
+        let config = "c|m=10|ablation|seed=0";
+        records::append(out, EXPERIMENT, rec(split, nll, config)).unwrap();
+    }
     report(out).unwrap();
     let md = std::fs::read_to_string(out.join("uci.md")).unwrap();
     let beside = &md[md.find("## Beside the paper").unwrap()..md.find("## Paper metrics").unwrap()];
@@ -182,10 +187,67 @@ fn runs_with_a_reproduced_defect_are_reported_apart() {
     let defects = &md[md.find("## Reproduced NumPyro defects").unwrap()..];
     assert!(
         defects.contains(
-            "| standard | energy | SMI | no-chain-rule | 0, 1 | 6.00 ± 1.00 | 1.50 ± 0.50 |"
+            "| standard | energy | SMI | `defect=no-chain-rule` | 0, 1 | 150 | 6.00 ± 1.00 | \
+             1.50 ± 0.50 |"
         ),
         "{defects}"
     );
+    let ablations = &md[md.find("## Ablations of the paper's settings").unwrap()..];
+    assert!(
+        ablations.contains(
+            "| standard | energy | SMI | `m=10` | 0, 1, 2 | 200 | 0.500 ± 0.000 | 2.00 ± 0.82 |"
+        ),
+        "{ablations}"
+    );
+}
+
+#[test]
+fn an_ablation_changes_smi_only_and_is_marked() {
+    let p = Plan::new(&args(&[])).unwrap();
+    let paper_values = Plan::new(&args(&["--particles", "5", "--init-scale", "0.1"])).unwrap();
+    let m10 = Plan::new(&args(&["--particles", "10"])).unwrap();
+    let knobs = Plan::new(&args(&[
+        "--init-scale",
+        "0.01",
+        "--loss-temperature",
+        "0.5",
+        "--elbo-draws",
+        "20",
+    ]))
+    .unwrap();
+    let short = Plan::new(&args(&["--ablation", "--max-steps", "5000"])).unwrap();
+    for m in Method::ALL {
+        let c = p.config(m, Some(1e-3));
+        // the paper's values given explicitly are no ablation
+        assert_eq!(c, paper_values.config(m, Some(1e-3)), "{m}");
+        assert_eq!(paper_values.file_tag(m), "");
+        for q in [&m10, &knobs] {
+            assert_eq!(c == q.config(m, Some(1e-3)), m != Method::Smi, "{m}");
+            assert_eq!(q.file_tag(m).is_empty(), m != Method::Smi, "{m}");
+        }
+    }
+    assert_eq!(
+        knobs.config(Method::Smi, Some(5e-4)),
+        "lr=5e-4|steps<=60000|es=35x2|m=5|S=20|b=100|init=U0.1|pred=5000|scale0=0.01|tau=0.5|\
+         ablation|seed=0"
+    );
+    assert!(short
+        .config(Method::Smi, None)
+        .ends_with("|ablation|seed=0"));
+    // ablations of one unit keep their states apart
+    assert_ne!(m10.file_tag(Method::Smi), knobs.file_tag(Method::Smi));
+    // the engine sees them: m for SMI only, the guide's init scale and τ
+    let s = knobs.method_settings(100, Method::Smi);
+    assert_eq!(s.loss_temperature, 0.5);
+    assert_eq!(
+        s.guide,
+        Some(smi::GuideSettings::Normal { init_scale: 0.01 })
+    );
+    assert_eq!(m10.method_settings(100, Method::Svgd).num_particles, 5);
+    assert_eq!(m10.method_settings(100, Method::Smi).num_particles, 10);
+    assert!(Plan::new(&args(&["--init-scale", "0"])).is_err());
+    assert!(Plan::new(&args(&["--loss-temperature", "nan"])).is_err());
+    assert!(Plan::new(&args(&["--particles", "0"])).is_err());
 }
 
 /// A small regression set, prepared as a unit's split is: 3 inputs, 60 training rows, 20 test.
@@ -234,7 +296,7 @@ fn an_interrupted_unit_continues_to_the_same_result() {
     assert!(!ckpt.path.exists(), "a finished unit leaves no state");
 
     // the state of the same fit stopped at step 40, as an interrupted unit leaves it
-    let settings = plan.method_settings(prep.y_train.len());
+    let settings = plan.method_settings(prep.y_train.len(), method);
     let engine_settings = settings.method_settings(method, lr, seed).unwrap();
     let model = BnnRegression::uci(matrix(&prep.x_train).unwrap(), prep.y_train.clone()).unwrap();
     let engine = engine_settings.build(&model).unwrap();
