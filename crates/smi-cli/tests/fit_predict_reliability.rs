@@ -434,3 +434,72 @@ fn bad_options_and_late_or_long_errors() {
         &["--out", "does not exist"],
     );
 }
+
+/// Two `smi fit --save` to one path at once, 20 times: both end cleanly (their temporary files
+/// are their own), and the path holds a whole model that loads.
+#[test]
+fn concurrent_saves_to_one_path_lose_nothing() {
+    let tmp = tempfile::tempdir().unwrap();
+    let dir = tmp.path();
+    let train = small_train(dir);
+    let model = dir.join("same.smi");
+    let opts = format!("--target y {QUICK}");
+    for round in 0..20 {
+        let args = fit_args(&train, &model, &opts);
+        let children: Vec<_> = (0..2)
+            .map(|_| {
+                std::process::Command::new(env!("CARGO_BIN_EXE_smi"))
+                    .args(&args)
+                    .stdout(std::process::Stdio::null())
+                    .stderr(std::process::Stdio::piped())
+                    .spawn()
+                    .unwrap()
+            })
+            .collect();
+        for c in children {
+            let out = c.wait_with_output().unwrap();
+            assert!(
+                out.status.success(),
+                "round {round}: {}",
+                String::from_utf8_lossy(&out.stderr)
+            );
+        }
+        smi_ok(&["inspect", "--model", p(&model)]);
+    }
+    let leftovers: Vec<_> = std::fs::read_dir(dir)
+        .unwrap()
+        .filter_map(|e| e.ok())
+        .map(|e| e.file_name().to_string_lossy().into_owned())
+        .filter(|n| n.ends_with(".tmp") || n.contains(".ckpt"))
+        .collect();
+    assert!(leftovers.is_empty(), "left behind: {leftovers:?}");
+}
+
+/// `smi predict` refuses an output path that is one of its inputs, before writing anything.
+#[test]
+fn predict_never_writes_over_its_inputs() {
+    let tmp = tempfile::tempdir().unwrap();
+    let dir = tmp.path();
+    let train = small_train(dir);
+    let model = dir.join("m.smi");
+    ok(&fit_args(&train, &model, &format!("--target y {QUICK}")));
+    let csv_before = std::fs::read(&train).unwrap();
+    let model_before = std::fs::read(&model).unwrap();
+    fails_cleanly(
+        &predict_args(&model, &train, &train, None, ""),
+        &["--out", "is the --csv file"],
+    );
+    // the same file by another name
+    let other = dir.join(".").join("m.smi");
+    fails_cleanly(
+        &predict_args(&model, &train, &other, None, ""),
+        &["--out", "is the --model file"],
+    );
+    let metrics = dir.join("train.csv");
+    fails_cleanly(
+        &predict_args(&model, &train, &dir.join("out.csv"), Some(&metrics), ""),
+        &["--metrics", "is the --csv file"],
+    );
+    assert_eq!(std::fs::read(&train).unwrap(), csv_before);
+    assert_eq!(std::fs::read(&model).unwrap(), model_before);
+}

@@ -140,3 +140,100 @@ fn ctrl_c_saves_the_model_and_a_checkpoint() {
     let text = stdout(&smi_ok(&["inspect", "--model", p(&model)]));
     assert!(text.contains("stopped      interrupted"), "{text}");
 }
+
+/// `--resume` refuses a model other than the checkpoint's: another target, feature order,
+/// activation, prior scale or target scaling, each named with the value that resumes it.
+#[test]
+fn resume_refuses_another_model() {
+    let tmp = tempfile::tempdir().unwrap();
+    let dir = tmp.path();
+    let (train, _) = regression_files(dir, [60, 1], 0.2, [5, 6], Some(4));
+    let base = "--hidden 4 --elbo-draws 2 --no-early-stop --seed 2 --max-steps 30 --lr 5e-3";
+    let opts = &format!("--target y {base}");
+    let part = dir.join("part.smi");
+    ok(&fit_args(&train, &part, &format!("{opts} --max-time 0")));
+    assert!(checkpoint(&part).iter().all(|c| c.exists()));
+    for (change, needles) in [
+        (
+            "--target x2 --features x1,y",
+            &["--target y, not x2"] as &[&str],
+        ),
+        ("--features x2,x1", &["--features x1,x2, not x2,x1"]),
+        ("--activation tanh", &["--activation relu, not tanh"]),
+        ("--prior-scale 2", &["--prior-scale 1, not 2"]),
+        (
+            "--target-scaling none",
+            &["--target-scaling standardize, not none"],
+        ),
+    ] {
+        let target = if change.starts_with("--target ") {
+            ""
+        } else {
+            "--target y "
+        };
+        let args = format!("{target}{base} {change} --resume");
+        let mut want = vec!["--resume"];
+        want.extend_from_slice(needles);
+        fails(&fit_args(&train, &part, &args), &want);
+        assert!(
+            checkpoint(&part).iter().all(|c| c.exists()),
+            "{change}: a refused resume keeps the checkpoint"
+        );
+    }
+    // The options as they were (the activation and target scaling given as their defaults
+    // resolve to the same model) finish it.
+    let same = format!("{opts} --activation relu --target-scaling standardize --resume");
+    ok(&fit_args(&train, &part, &same));
+    assert!(checkpoint(&part).iter().all(|c| !c.exists()));
+}
+
+/// A kill (SIGKILL, no chance to clean up) at any moment of `smi fit` leaves the model or a
+/// checkpoint that `--resume` finishes: kills spread over the whole run, validation and saving
+/// included (large --draws makes validation take a while).
+#[cfg(unix)]
+#[test]
+fn a_kill_at_any_moment_leaves_the_model_or_a_checkpoint() {
+    use std::time::Instant;
+    let tmp = tempfile::tempdir().unwrap();
+    let dir = tmp.path();
+    let (train, _) = regression_files(dir, [200, 1], 0.2, [5, 6], Some(4));
+    let opts = "--target y --hidden 8 --elbo-draws 2 --no-early-stop --seed 2 --max-steps 400 \
+                --lr 5e-3 --validation 0.3 --draws 200000 --checkpoint-every 0.05";
+    // How long a whole run takes here.
+    let whole = dir.join("whole.smi");
+    let t0 = Instant::now();
+    ok(&fit_args(&train, &whole, opts));
+    let total = t0.elapsed();
+    let mut resumed = 0;
+    for i in 1..=8u32 {
+        let model = dir.join(format!("killed{i}.smi"));
+        let args = fit_args(&train, &model, opts);
+        let mut child = Command::new(env!("CARGO_BIN_EXE_smi"))
+            .args(&args)
+            .stdout(Stdio::null())
+            .stderr(Stdio::null())
+            .spawn()
+            .unwrap();
+        std::thread::sleep(total.mul_f64(f64::from(i) / 8.0));
+        let _ = child.kill();
+        let _ = child.wait();
+        let saved = model.exists();
+        let ckpt = checkpoint(&model).iter().all(|c| c.exists());
+        if ckpt {
+            // The checkpoint resumes, to a model.
+            ok(&fit_args(&train, &model, &format!("{opts} --resume")));
+            resumed += 1;
+        } else if !saved {
+            // Killed before the first save of the state: no step was kept, so none was lost
+            // but those of the first --checkpoint-every interval.
+            assert!(
+                !checkpoint(&model)[0].exists(),
+                "kill {i} of 8 left a state without its meta file"
+            );
+        }
+        if saved || ckpt {
+            smi_ok(&["inspect", "--model", p(&model)]);
+        }
+    }
+    assert!(resumed > 0, "no kill landed while a checkpoint existed");
+}

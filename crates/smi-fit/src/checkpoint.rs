@@ -141,9 +141,48 @@ pub struct Meta {
     /// The learning-rate schedule of the fit (`None` as for `temperature`).
     #[serde(default)]
     pub lr_schedule: Option<LrScheduleArg>,
+    /// The options that define the model, as the fit resolved them, by flag (`--target`,
+    /// `--features` in order, `--activation`, `--hidden`, `--prior-scale`,
+    /// `--target-scaling`); `None` as for `temperature`.
+    #[serde(default)]
+    pub model_options: Option<std::collections::BTreeMap<String, String>>,
 }
 
 impl Meta {
+    /// Checks that a fit whose model options are `now` may continue this checkpoint (read
+    /// from `path`): every option the checkpoint records must have its value. A checkpoint
+    /// that records none is continued with a warning.
+    ///
+    /// # Errors
+    /// The first option that differs, with the value that resumes the fit.
+    pub fn check_model_options(
+        &self,
+        path: &Path,
+        now: &std::collections::BTreeMap<String, String>,
+    ) -> Result<()> {
+        let Some(then) = &self.model_options else {
+            eprintln!(
+                "warning: the checkpoint {} does not record the options of its model (written                  by an older smi); it is continued with the model these options give, which                  must be the one it was started with",
+                path.display()
+            );
+            return Ok(());
+        };
+        // The target first: another target changes the features too.
+        let mut flags: Vec<(&String, &String)> = then.iter().collect();
+        flags.sort_by_key(|(flag, _)| flag.as_str() != "--target");
+        for (flag, was) in flags {
+            let is = now.get(flag).map_or("(none)", String::as_str);
+            if is != was {
+                bail!(
+                    "--resume: the checkpoint {} is of a fit with {flag} {was}, not {is} (resume \
+                     with the options of that fit)",
+                    path.display()
+                );
+            }
+        }
+        Ok(())
+    }
+
     /// Checks that a fit at likelihood temperature `temperature` with the learning-rate
     /// `schedule` may continue this checkpoint (read from `path`): both must be the
     /// checkpoint's. A checkpoint that does not record them is continued with a warning.

@@ -476,6 +476,42 @@ pub fn run(a: &FitArgs) -> Result<Stop> {
         prior_scale: a.prior_scale,
         likelihood_weight: 1.0 / t,
     };
+    // The options that define the model, as resolved: a resumed fit must have the same.
+    let model_options: std::collections::BTreeMap<String, String> = [
+        ("--target", a.target.clone()),
+        ("--features", features.join(",")),
+        (
+            "--activation",
+            match activation {
+                Activation::Relu => "relu",
+                Activation::Tanh => "tanh",
+            }
+            .to_string(),
+        ),
+        (
+            "--hidden",
+            hidden
+                .iter()
+                .map(usize::to_string)
+                .collect::<Vec<_>>()
+                .join(","),
+        ),
+        ("--prior-scale", a.prior_scale.to_string()),
+        (
+            "--target-scaling",
+            match a.target_scaling {
+                TargetScaling::Standardize => "standardize",
+                TargetScaling::None => "none",
+            }
+            .to_string(),
+        ),
+    ]
+    .into_iter()
+    .map(|(k, v)| (k.to_string(), v))
+    .collect();
+    if let Some(m) = &resumed {
+        m.check_model_options(&ckpt.meta, &model_options)?;
+    }
     let elbo_draws = match &resumed {
         Some(m) => m.elbo_draws,
         None => a.elbo_draws.unwrap_or(DEFAULT_ELBO_DRAWS),
@@ -564,6 +600,7 @@ pub fn run(a: &FitArgs) -> Result<Stop> {
         seconds: resumed.as_ref().map_or(0.0, |m| m.seconds),
         temperature: Some(t),
         lr_schedule: Some(a.lr_schedule),
+        model_options: Some(model_options),
     };
     let resume = match &resumed {
         Some(_) => Some(ckpt.read_state(
@@ -614,10 +651,11 @@ pub fn run(a: &FitArgs) -> Result<Stop> {
     if let Some(d) = &nuts {
         eprintln!("NUTS: {}", describe_nuts(d));
     }
+    // The final state goes to the checkpoint before validation and saving, and a finished
+    // fit removes it only once the model is saved: a kill at any moment leaves the model or a
+    // checkpoint that resumes.
     if checkpointing {
-        if stop == Stop::Finished {
-            ckpt.remove()?;
-        } else if let Some(state) = &out.state {
+        if let Some(state) = &out.state {
             state
                 .save(&ckpt.state)
                 .with_context(|| format!("cannot write the checkpoint {}", ckpt.state.display()))?;
@@ -651,6 +689,9 @@ pub fn run(a: &FitArgs) -> Result<Stop> {
     h.validation = validation;
     let file = ModelFile::new(h, &out.posterior, model.density().dim());
     file.save(&a.save)?;
+    if checkpointing && stop == Stop::Finished {
+        ckpt.remove()?;
+    }
     match stop {
         Stop::Finished => eprintln!("saved the model to {}", a.save.display()),
         _ => eprintln!(

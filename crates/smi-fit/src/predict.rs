@@ -456,12 +456,22 @@ fn write_csv(
 /// Runs `smi predict`.
 pub fn run(a: &PredictArgs) -> Result<()> {
     check_args(a)?;
-    super::check_writable(&a.out, "--out")?;
-    for (p, flag) in a.metrics_files() {
-        super::check_writable(p, flag)?;
-    }
+    let mut outputs: Vec<(&Path, &str)> = vec![(&a.out, "--out")];
+    outputs.extend(a.metrics_files());
     if let Some(p) = &a.reliability_plot {
-        super::check_writable(p, "--reliability-plot")?;
+        outputs.push((p, "--reliability-plot"));
+    }
+    for (p, flag) in &outputs {
+        for (input, in_flag) in [(&a.csv, "--csv"), (&a.model, "--model")] {
+            if same_file(p, input) {
+                bail!(
+                    "{flag} {} is the {in_flag} file: writing it would destroy the input; give \
+                     another path",
+                    p.display()
+                );
+            }
+        }
+        super::check_writable(p, flag)?;
     }
     let model = ModelFile::load(&a.model)?;
     let h = &model.header;
@@ -611,4 +621,12 @@ pub fn describe(m: &Metrics) -> String {
         s.push_str(&format!(" ({k} rows with unknown labels not scored)"));
     }
     s
+}
+
+/// Whether `a` and `b` name one existing file (after resolving links and `..`).
+fn same_file(a: &Path, b: &Path) -> bool {
+    match (std::fs::canonicalize(a), std::fs::canonicalize(b)) {
+        (Ok(x), Ok(y)) => x == y,
+        _ => false,
+    }
 }
