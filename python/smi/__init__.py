@@ -134,7 +134,7 @@ def fit(
         raise ValueError(f"unknown method {method!r}; valid methods: {', '.join(METHODS)}")
     post = _fit(
         logdensity,
-        int(dim),
+        dim,
         method,
         num_stein_particles=num_stein_particles,
         num_elbo_particles=num_elbo_particles,

@@ -16,6 +16,7 @@ Requires ``jax`` and ``numpyro`` (an optional extra of this package).
 
 from __future__ import annotations
 
+import operator
 from collections.abc import Callable
 from typing import Any
 
@@ -81,7 +82,7 @@ class NumPyroPosterior:
                 )
             flat = self.posterior.draws()
         else:
-            n = DEFAULT_NUM_SAMPLES if num_samples is None else int(num_samples)
+            n = DEFAULT_NUM_SAMPLES if num_samples is None else operator.index(num_samples)
             if n < 1:
                 raise ValueError(f"num_samples must be at least 1, got {n}")
             if reweighted:
@@ -105,6 +106,16 @@ class NumPyroPosterior:
     def warnings(self) -> list[str]:
         """What is wrong with the fit, in words (``Posterior.warnings``)."""
         return self.posterior.warnings
+
+    @property
+    def trusted(self) -> bool:
+        """Whether the fit's own diagnostics find nothing wrong (``Posterior.trusted``)."""
+        return self.posterior.trusted
+
+    @property
+    def skipped_steps(self) -> int:
+        """Steps skipped for a non-finite value (``Posterior.skipped_steps``)."""
+        return self.posterior.skipped_steps
 
     def __repr__(self) -> str:
         return f"NumPyroPosterior({self.posterior!r})"
@@ -136,6 +147,13 @@ def fit(
         model_args=model_args,
         model_kwargs=model_kwargs,
     )
+    params = [name for name, site in info.model_trace.items() if site["type"] == "param"]
+    if params:
+        raise ValueError(
+            f"the model has numpyro.param site(s) {', '.join(params)}: smi.numpyro.fit infers "
+            "the latent sample sites only and would keep them at their initial values; give "
+            "each a prior (numpyro.sample) or pass its value to the model as data"
+        )
     flat0, unravel = ravel_pytree(info.param_info.z)
     dim = int(flat0.shape[0])
     if dim == 0:

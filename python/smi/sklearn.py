@@ -118,8 +118,11 @@ class _BNN(BaseEstimator):
             lr = float(self.lr)
             if not (lr > 0.0 and np.isfinite(lr)):
                 raise ValueError(f"lr={self.lr!r}: a positive number or 'auto'")
-        if self.n_jobs is not None and self.n_jobs < 1:
-            raise ValueError(f"n_jobs={self.n_jobs!r} must be a positive integer or None")
+        if self.n_jobs is not None and (int(self.n_jobs) != self.n_jobs or self.n_jobs == 0):
+            raise ValueError(
+                f"n_jobs={self.n_jobs!r} must be a non-zero integer or None (-1: every core, "
+                "as in scikit-learn)"
+            )
         return hidden, lr
 
     def _hidden(self) -> list[int] | None:
@@ -157,7 +160,7 @@ class _BNN(BaseEstimator):
             batch_size=int(self.batch_size),
             validation=self.validation_fraction,
             seed=self.seed_,
-            n_jobs=self.n_jobs,
+            n_jobs=_threads(self.n_jobs),
             temperature=None if self.temperature is None else float(self.temperature),
             prior_scale=float(self.prior_scale),
         )
@@ -184,9 +187,25 @@ class _BNN(BaseEstimator):
         return json.loads(self.model_.header_json())
 
     def save(self, path: PathLike) -> None:
-        """Write the fitted model as a ``.smi`` file (what ``smi fit --save`` writes)."""
+        """Write the fitted model as a ``.smi`` file (what ``smi fit --save`` writes), with
+        what ``load`` needs to give back this estimator exactly: ``n_draws`` and, for a
+        classifier, the labels with their types."""
+        import json
+
         check_is_fitted(self, "model_")
-        self.model_.save(os.fspath(path))
+        state: dict[str, Any] = {"n_draws": int(self.n_draws)}
+        classes = getattr(self, "classes_", None)
+        if classes is not None:
+            labels = [c.item() if isinstance(c, np.generic) else c for c in classes]
+            try:
+                json.dumps(labels)
+            except TypeError:
+                # Labels JSON cannot hold come back as the model file's text names.
+                labels = None
+            if labels is not None:
+                state["classes"] = labels
+                state["classes_dtype"] = "object" if classes.dtype == object else classes.dtype.str
+        self.model_.with_estimator_state(json.dumps(state)).save(os.fspath(path))
 
     @classmethod
     def load(cls, path: PathLike) -> Any:
@@ -224,7 +243,15 @@ class _BNN(BaseEstimator):
         self.n_features_in_ = len(features)
         if features != [f"x{j}" for j in range(len(features))]:
             self.feature_names_in_ = np.asarray(features, dtype=object)
-        if model.classes is not None:
+        state = json.loads(model.estimator_state() or "{}")
+        if "n_draws" in state:
+            self.set_params(n_draws=int(state["n_draws"]))
+        if "classes" in state:
+            dtype = state.get("classes_dtype", "object")
+            self.classes_ = np.asarray(
+                state["classes"], dtype=object if dtype == "object" else dtype
+            )
+        elif model.classes is not None:
             self.classes_ = _labels(model.classes)
 
     def __getstate__(self) -> dict[str, Any]:
@@ -240,8 +267,17 @@ class _BNN(BaseEstimator):
         super().__setstate__(state)
 
 
+def _threads(n_jobs: int | None) -> int | None:
+    """Threads for ``n_jobs`` as scikit-learn reads it: ``None`` or -1 every core, -2 all but
+    one, and so on (at least one)."""
+    if n_jobs is None or n_jobs > 0:
+        return n_jobs
+    return max(1, (os.cpu_count() or 1) + 1 + int(n_jobs))
+
+
 def _labels(names: list[str]) -> npt.NDArray[Any]:
-    """Class names from a model file: numbers when every name is one, else strings."""
+    """Class names from a model file of ``smi fit`` (which keeps them as text): numbers when
+    every name is one, else strings. Files the estimators save keep the labels' types."""
     for kind in (int, float):
         try:
             return np.asarray([kind(n) for n in names])

@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
-
 import smi
 
 
@@ -48,7 +47,9 @@ def test_an_exact_fit_reports_a_small_khat_the_elbo_and_no_warning() -> None:
         warnings.simplefilter("error")
         post = smi.fit(gaussian, 3, method="ovi", seed=1)
     assert post.termination == "converged"
-    assert post.khat is not None and post.khat < post.khat_threshold == pytest.approx(0.697, abs=1e-3)
+    assert post.khat is not None and post.khat < post.khat_threshold == pytest.approx(
+        0.697, abs=1e-3
+    )
     assert post.trusted and post.warnings == []
     assert abs(post.elbo - 1.5 * np.log(2 * np.pi)) < 0.1 and 0 < post.elbo_mcse < 0.1
     assert "k-hat" in post.summary(num_draws=100)

@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
-
 import smi
 
 #: A 2-D Gaussian with correlation 0.95 and unit variances.

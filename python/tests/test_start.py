@@ -6,7 +6,6 @@ import warnings
 
 import numpy as np
 import pytest
-
 import smi
 
 #: A 2-D Gaussian far from the uniform(-2, 2) draws, with sds 1e4 and 0.01 and correlation

@@ -53,8 +53,8 @@ enum Action {
         /// Download again even files already present with the right checksum.
         #[arg(long)]
         force: bool,
-        /// Give up on a file after this many seconds.
-        #[arg(long, default_value_t = 600)]
+        /// Give up on a file after this many seconds (1 to 604800, a week).
+        #[arg(long, default_value_t = 600, value_parser = clap::value_parser!(u64).range(1..=MAX_TIMEOUT))]
         timeout: u64,
     },
     /// Check the SHA-256 of every file of the named data sets (default: all) in the data folder.
@@ -66,6 +66,9 @@ enum Action {
         data_dir: Option<PathBuf>,
     },
 }
+
+/// The longest `--timeout` (a week): longer ones would overflow the clock's deadline.
+const MAX_TIMEOUT: u64 = 7 * 24 * 3600;
 
 /// Runs `smi data`.
 pub fn run(args: &Args) -> anyhow::Result<()> {

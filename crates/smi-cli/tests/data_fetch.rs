@@ -204,6 +204,22 @@ fn a_missing_file_on_the_server_fails_with_its_status() {
 }
 
 #[test]
+fn an_absurd_timeout_is_refused_not_a_panic() {
+    for t in ["18446744073709551615", "0", "604801"] {
+        let o = smi_data(&[
+            "fetch",
+            "yacht",
+            "--timeout",
+            t,
+            "--data-dir",
+            "/nonexistent",
+        ]);
+        assert_eq!(o.status.code(), Some(2), "--timeout {t}: {}", stderr(&o));
+        assert!(stderr(&o).contains("--timeout"), "{}", stderr(&o));
+    }
+}
+
+#[test]
 fn unknown_names_and_sets_without_a_download_are_refused() {
     let o = smi_data(&["fetch", "cifar", "--data-dir", "/nonexistent"]);
     assert!(!o.status.success());

@@ -255,6 +255,7 @@ pub(super) fn header_stub(spec: &Spec, prep: &Prepared) -> Header {
         },
         training: Training::default(),
         validation: None,
+        estimator: None,
         payload: empty_payload(),
         checksum: None,
     }

@@ -16,7 +16,7 @@ use smi_fit::arrays::{self, ArrayData, ArrayOptions};
 use smi_fit::interrupt::Interrupt;
 use smi_fit::model_file::ModelFile;
 
-use crate::SmiError;
+use crate::{guard, SmiError};
 
 /// An `anyhow` error of smi-fit as a Python exception: `ValueError` when the engine found a
 /// bad setting, `SmiError` otherwise.
@@ -104,6 +104,22 @@ impl BnnModel {
         self.file.header.features.clone()
     }
 
+    /// The same model with the Python estimator's state `json` (a JSON object) in its
+    /// header's `estimator` member, which `save` and `to_bytes` then write.
+    fn with_estimator_state(&self, json: &str) -> PyResult<Self> {
+        let value: serde_json::Value = serde_json::from_str(json)
+            .map_err(|e| PyValueError::new_err(format!("estimator state is not JSON: {e}")))?;
+        let mut file = self.file.clone();
+        file.header.estimator = Some(value);
+        file.header.checksum = None;
+        Ok(BnnModel { file })
+    }
+
+    /// The Python estimator's state the file holds (JSON), `None` for files of `smi fit`.
+    fn estimator_state(&self) -> Option<String> {
+        self.file.header.estimator.as_ref().map(|v| v.to_string())
+    }
+
     /// Regression: per row (mean, std, lower, upper, log_pred) of the predictive distribution,
     /// the interval the central one of mass `coverage`, from `draws` draws seeded by `seed`;
     /// `log_pred` is the log predictive density of the targets `y` (empty without them).
@@ -117,22 +133,24 @@ impl BnnModel {
         seed: u64,
         y: Option<PyReadonlyArray1<'py, f64>>,
     ) -> PyResult<[Bound<'py, PyArray1<f64>>; 5]> {
-        let (v, cols) = rows_of(&x);
-        let y: Option<Vec<f64>> = y.map(|y| y.as_array().iter().copied().collect());
-        let o = py
-            .detach(|| {
-                arrays::predict_regression_arrays(
-                    &self.file,
-                    &v,
-                    cols,
-                    draws,
-                    coverage,
-                    seed,
-                    y.as_deref(),
-                )
-            })
-            .map_err(fit_err)?;
-        Ok([o.mean, o.std, o.lower, o.upper, o.log_pred].map(|v| PyArray1::from_vec(py, v)))
+        guard::no_panic(|| {
+            let (v, cols) = rows_of(&x);
+            let y: Option<Vec<f64>> = y.map(|y| y.as_array().iter().copied().collect());
+            let o = py
+                .detach(|| {
+                    arrays::predict_regression_arrays(
+                        &self.file,
+                        &v,
+                        cols,
+                        draws,
+                        coverage,
+                        seed,
+                        y.as_deref(),
+                    )
+                })
+                .map_err(fit_err)?;
+            Ok([o.mean, o.std, o.lower, o.upper, o.log_pred].map(|v| PyArray1::from_vec(py, v)))
+        })
     }
 
     /// Classification: the draw-averaged class probabilities (rows × classes).
@@ -144,13 +162,15 @@ impl BnnModel {
         draws: usize,
         seed: u64,
     ) -> PyResult<Bound<'py, PyArray2<f64>>> {
-        let (v, cols) = rows_of(&x);
-        let o = py
-            .detach(|| arrays::predict_classes_arrays(&self.file, &v, cols, draws, seed))
-            .map_err(fit_err)?;
-        let c = self.file.header.classes.as_ref().map_or(0, Vec::len);
-        let flat: Vec<f64> = o.probs.into_iter().flatten().collect();
-        PyArray1::from_vec(py, flat).reshape([x.as_array().nrows(), c])
+        guard::no_panic(|| {
+            let (v, cols) = rows_of(&x);
+            let o = py
+                .detach(|| arrays::predict_classes_arrays(&self.file, &v, cols, draws, seed))
+                .map_err(fit_err)?;
+            let c = self.file.header.classes.as_ref().map_or(0, Vec::len);
+            let flat: Vec<f64> = o.probs.into_iter().flatten().collect();
+            PyArray1::from_vec(py, flat).reshape([x.as_array().nrows(), c])
+        })
     }
 
     /// Regression: `n` posterior predictive draws of y per row (rows × n).
@@ -159,14 +179,19 @@ impl BnnModel {
         &self,
         py: Python<'py>,
         x: PyReadonlyArray2<'py, f64>,
-        n: usize,
+        n: &Bound<'py, PyAny>,
         seed: u64,
     ) -> PyResult<Bound<'py, PyArray2<f64>>> {
-        let (v, cols) = rows_of(&x);
-        let m = py
-            .detach(|| arrays::sample_y_arrays(&self.file, &v, cols, n, seed))
-            .map_err(fit_err)?;
-        matrix(py, &m)
+        guard::no_panic(|| {
+            let n = guard::count(n, "n", 0)?;
+            let rows = x.as_array().nrows();
+            guard::fits_in_memory("n", &[(rows, "rows"), (n, "draws")])?;
+            let (v, cols) = rows_of(&x);
+            let m = py
+                .detach(|| arrays::sample_y_arrays(&self.file, &v, cols, n, seed))
+                .map_err(fit_err)?;
+            matrix(py, &m)
+        })
     }
 
     fn __repr__(&self) -> String {

@@ -8,6 +8,7 @@
 
 mod bnn;
 mod density;
+mod guard;
 mod posterior;
 mod settings;
 
@@ -48,57 +49,61 @@ pub fn to_py_err(err: smi::Error) -> PyErr {
 fn fit(
     py: Python<'_>,
     logdensity: Py<PyAny>,
-    dim: usize,
+    dim: &Bound<'_, PyAny>,
     method: &str,
-    num_stein_particles: Option<usize>,
-    num_elbo_particles: Option<usize>,
-    num_steps: Option<u64>,
+    num_stein_particles: Option<Bound<'_, PyAny>>,
+    num_elbo_particles: Option<Bound<'_, PyAny>>,
+    num_steps: Option<Bound<'_, PyAny>>,
     converge: bool,
     optimizer: Option<String>,
     constant_lr: bool,
     lr: Option<f64>,
     init_radius: Option<f64>,
     seed: u64,
-    num_warmup: Option<usize>,
-    num_samples: Option<usize>,
-    num_chains: Option<usize>,
-    quality_draws: Option<usize>,
+    num_warmup: Option<Bound<'_, PyAny>>,
+    num_samples: Option<Bound<'_, PyAny>>,
+    num_chains: Option<Bound<'_, PyAny>>,
+    quality_draws: Option<Bound<'_, PyAny>>,
     repulsion_temperature: Option<f64>,
     guide: Option<String>,
     start: Option<String>,
 ) -> PyResult<Posterior> {
-    if !logdensity.bind(py).is_callable() {
-        return Err(PyValueError::new_err("logdensity must be callable"));
-    }
-    if dim == 0 {
-        return Err(PyValueError::new_err("dim must be at least 1"));
-    }
-    let options = FitOptions {
-        method: method.to_string(),
-        num_stein_particles,
-        num_elbo_particles,
-        num_steps,
-        converge,
-        constant_lr,
-        optimizer,
-        lr,
-        init_radius,
-        seed,
-        num_warmup,
-        num_samples,
-        num_chains,
-        quality_draws,
-        repulsion_temperature,
-        guide,
-        start,
-    };
-    let (settings, run) = options.build(dim).map_err(to_py_err)?;
-    let model = PyDensity::new(logdensity, dim);
-    let result = py.detach(|| smi::fit(&model, &settings, &run, &mut smi::NoObserver));
-    match result {
-        Ok(fit) => Ok(Posterior::new(fit, dim, model.calls())),
-        Err(err) => Err(model.take_error().unwrap_or_else(|| to_py_err(err))),
-    }
+    guard::no_panic(|| {
+        if !logdensity.bind(py).is_callable() {
+            return Err(PyValueError::new_err("logdensity must be callable"));
+        }
+        let dim = guard::count(dim, "dim", 1)?;
+        let counted = |v: &Option<Bound<'_, PyAny>>, name: &str, min: usize| {
+            guard::optional_count(v.as_ref(), name, min)
+        };
+        let options = FitOptions {
+            method: method.to_string(),
+            num_stein_particles: counted(&num_stein_particles, "num_stein_particles", 1)?,
+            num_elbo_particles: counted(&num_elbo_particles, "num_elbo_particles", 1)?,
+            num_steps: counted(&num_steps, "num_steps", 1)?.map(|v| v as u64),
+            converge,
+            constant_lr,
+            optimizer,
+            lr,
+            init_radius,
+            seed,
+            num_warmup: counted(&num_warmup, "num_warmup", 0)?,
+            num_samples: counted(&num_samples, "num_samples", 1)?,
+            num_chains: counted(&num_chains, "num_chains", 1)?,
+            quality_draws: counted(&quality_draws, "quality_draws", 0)?,
+            repulsion_temperature,
+            guide,
+            start,
+        };
+        options.check_memory(dim)?;
+        let (settings, run) = options.build(dim).map_err(to_py_err)?;
+        let model = PyDensity::new(logdensity, dim);
+        let result = py.detach(|| smi::fit(&model, &settings, &run, &mut smi::NoObserver));
+        match result {
+            Ok(fit) => Ok(Posterior::new(fit, dim, model.calls())),
+            Err(err) => Err(model.take_error().unwrap_or_else(|| to_py_err(err))),
+        }
+    })
 }
 
 /// The extension module.

@@ -4,7 +4,7 @@ use numpy::{PyArray1, PyArray2, PyArrayMethods};
 use pyo3::prelude::*;
 use smi::rand::{ChaCha8Rng, SeedableRng};
 
-use crate::to_py_err;
+use crate::{guard, to_py_err};
 
 /// A fitted posterior: a mixture of guides (variational methods) or draws (NUTS), on the
 /// unconstrained space the log density was written on.
@@ -20,6 +20,14 @@ impl Posterior {
     pub fn new(fit: smi::Fit, dim: usize, calls: u64) -> Self {
         Posterior { fit, dim, calls }
     }
+
+    /// The count `n` of draws asked for by the parameter `name`, checked ([`guard::count`])
+    /// and refused when its n × d array cannot fit in memory.
+    fn draw_count(&self, n: &Bound<'_, PyAny>, name: &str) -> PyResult<usize> {
+        let n = guard::count(n, name, 0)?;
+        guard::fits_in_memory(name, &[(n, "draws"), (self.dim, "parameters")])?;
+        Ok(n)
+    }
 }
 
 fn matrix<'py>(py: Python<'py>, m: &smi::Matrix) -> PyResult<Bound<'py, PyArray2<f64>>> {
@@ -33,12 +41,15 @@ impl Posterior {
     fn sample<'py>(
         &self,
         py: Python<'py>,
-        n: usize,
+        n: &Bound<'py, PyAny>,
         seed: u64,
     ) -> PyResult<Bound<'py, PyArray2<f64>>> {
-        let mut rng = ChaCha8Rng::seed_from_u64(seed);
-        let draws = self.fit.posterior.sample(n, &mut rng).map_err(to_py_err)?;
-        matrix(py, &draws)
+        guard::no_panic(|| {
+            let n = self.draw_count(n, "n")?;
+            let mut rng = ChaCha8Rng::seed_from_u64(seed);
+            let draws = self.fit.posterior.sample(n, &mut rng).map_err(to_py_err)?;
+            matrix(py, &draws)
+        })
     }
 
     /// NUTS's draws (all chains one after another, n×d); an error for the variational methods,
@@ -83,16 +94,28 @@ impl Posterior {
     /// draws with bulk and tail ESS and R̂.
     /// Under the table: the termination, the ELBO with its Monte Carlo standard error, k-hat
     /// and every warning. `reweighted=True` summarises Pareto-smoothed importance-resampled
-    /// draws instead (variational methods with a density).
-    #[pyo3(signature = (num_draws = smi::Summary::DEFAULT_DRAWS, seed = 0, reweighted = false))]
-    fn summary(&self, num_draws: usize, seed: u64, reweighted: bool) -> PyResult<String> {
-        let table = if reweighted {
-            self.fit.reweighted_summary(num_draws, seed)
-        } else {
-            self.fit.summary(num_draws, seed)
-        }
-        .map_err(to_py_err)?;
-        Ok(table.to_string())
+    /// draws instead (variational methods with a density). `num_draws` `None`: 4000
+    /// (`smi::Summary::DEFAULT_DRAWS`).
+    #[pyo3(signature = (num_draws = None, seed = 0, reweighted = false))]
+    fn summary(
+        &self,
+        num_draws: Option<&Bound<'_, PyAny>>,
+        seed: u64,
+        reweighted: bool,
+    ) -> PyResult<String> {
+        guard::no_panic(|| {
+            let num_draws = match num_draws {
+                Some(n) => self.draw_count(n, "num_draws")?,
+                None => smi::Summary::DEFAULT_DRAWS,
+            };
+            let table = if reweighted {
+                self.fit.reweighted_summary(num_draws, seed)
+            } else {
+                self.fit.summary(num_draws, seed)
+            }
+            .map_err(to_py_err)?;
+            Ok(table.to_string())
+        })
     }
 
     /// The method's name.
@@ -191,18 +214,29 @@ impl Posterior {
     fn sample_reweighted<'py>(
         &self,
         py: Python<'py>,
-        n: usize,
+        n: &Bound<'py, PyAny>,
         seed: u64,
     ) -> PyResult<Bound<'py, PyArray2<f64>>> {
-        let q = self.fit.quality.as_ref().ok_or_else(|| {
-            pyo3::exceptions::PyValueError::new_err(format!(
-                "{} has no fit-quality diagnostic to reweight by",
-                self.fit.method.name()
-            ))
-        })?;
-        let mut rng = ChaCha8Rng::seed_from_u64(seed);
-        let draws = q.resample(n, &mut rng).map_err(to_py_err)?;
-        matrix(py, &draws)
+        guard::no_panic(|| {
+            let n = self.draw_count(n, "n")?;
+            let q = self.fit.quality.as_ref().ok_or_else(|| {
+                pyo3::exceptions::PyValueError::new_err(format!(
+                    "{} has no fit-quality diagnostic to reweight by",
+                    self.fit.method.name()
+                ))
+            })?;
+            let mut rng = ChaCha8Rng::seed_from_u64(seed);
+            let draws = q.resample(n, &mut rng).map_err(to_py_err)?;
+            matrix(py, &draws)
+        })
+    }
+
+    /// Steps skipped because the log density or its gradient was NaN or infinite at one of
+    /// the step's draws (those steps left the particles where they were); above zero,
+    /// `warnings` says so. NUTS: its divergent transitions after warm-up.
+    #[getter]
+    fn skipped_steps(&self) -> u64 {
+        self.fit.skipped_steps
     }
 
     /// Wall-clock seconds of the fit.

@@ -130,6 +130,13 @@ impl FitOptions {
             settings = settings.with_init(Init::Uniform { radius });
         }
         if let MethodSettings::Nuts(n) = &mut settings {
+            if self.num_steps.is_some() || !self.converge {
+                return Err(smi::Error::invalid(
+                    "num_steps",
+                    "num_steps and converge are for the variational methods; NUTS runs \
+                     num_warmup + num_samples iterations per chain",
+                ));
+            }
             if let Some(w) = self.num_warmup {
                 n.num_warmup = w;
             }
@@ -164,6 +171,39 @@ impl FitOptions {
             run.quality_draws = q;
         }
         Ok((settings, run))
+    }
+
+    /// Refuses counts whose buffers the machine's memory cannot hold, before anything is
+    /// allocated ([`crate::guard::fits_in_memory`]): the draws of one step (particles × ELBO
+    /// draws × d), NUTS's draws (chains × draws × d), the k̂ draws and the per-step losses.
+    ///
+    /// # Errors
+    /// `ValueError` naming the parameter.
+    pub fn check_memory(&self, dim: usize) -> pyo3::PyResult<()> {
+        use crate::guard::fits_in_memory;
+        let m = self.num_stein_particles.unwrap_or(1);
+        let s = self.num_elbo_particles.unwrap_or(1);
+        fits_in_memory(
+            "num_stein_particles × num_elbo_particles",
+            &[(m, "particles"), (s, "ELBO draws"), (dim, "parameters")],
+        )?;
+        fits_in_memory(
+            "num_chains × num_samples",
+            &[
+                (self.num_chains.unwrap_or(1), "chains"),
+                (self.num_samples.unwrap_or(1), "draws"),
+                (dim, "parameters"),
+            ],
+        )?;
+        fits_in_memory(
+            "quality_draws",
+            &[
+                (self.quality_draws.unwrap_or(0), "draws"),
+                (dim, "parameters"),
+            ],
+        )?;
+        let steps = usize::try_from(self.num_steps.unwrap_or(DEFAULT_STEPS)).unwrap_or(usize::MAX);
+        fits_in_memory("num_steps", &[(steps, "steps"), (2, "per-step losses")])
     }
 
     fn optimizer_settings(&self, settings: &MethodSettings) -> smi::Result<OptimizerSettings> {

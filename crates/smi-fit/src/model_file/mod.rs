@@ -278,6 +278,12 @@ pub struct Header {
     pub validation: Option<Metrics>,
     /// Payload shape.
     pub payload: Payload,
+    /// State of the Python estimator that saved the file (`smi.BNNRegressor` /
+    /// `smi.BNNClassifier`: its class labels with their types, its predictive draws), so that
+    /// `load` gives back the estimator exactly; absent in files of `smi fit`, and ignored by
+    /// every other reader.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub estimator: Option<serde_json::Value>,
     /// `"crc32:xxxxxxxx"` of the file without this member (see the module docs); `None` in
     /// files written before checksums, and while a header is built.
     #[serde(default, skip_serializing_if = "Option::is_none")]

@@ -52,6 +52,7 @@ pub(crate) fn sample() -> ModelFile {
             ..Default::default()
         },
         validation: None,
+        estimator: None,
         payload: Payload {
             kind: PayloadKind::Draws,
             guide: None,
