@@ -196,3 +196,25 @@ def test_n_jobs_minus_one_means_every_core() -> None:
     assert est.predict(X).shape == (40,)
     with pytest.raises(ValueError, match="n_jobs"):
         BNNRegressor(n_jobs=0).fit(X, X[:, 0])
+
+
+def test_estimator_errors_name_the_estimators_parameters() -> None:
+    pytest.importorskip("sklearn")
+    from smi import BNNRegressor
+
+    rng = np.random.default_rng(2)
+    X = rng.normal(size=(30, 2))
+    with pytest.raises(ValueError, match="validation_fraction") as e:
+        BNNRegressor(hidden=(4,), max_steps=10, validation_fraction=0.99).fit(X, X[:, 0])
+    assert "--" not in str(e.value)
+    with pytest.raises(ValueError, match="hidden") as e:
+        BNNRegressor(hidden=(10**9, 10**9), max_steps=10).fit(X, X[:, 0])
+    assert "--hidden" not in str(e.value)
+
+
+def test_nuts_names_a_non_finite_gradient() -> None:
+    def nan_grad(theta: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        return -0.5 * (theta**2).sum(axis=1), np.full_like(theta, np.nan)
+
+    with pytest.raises(smi.SmiError, match="gradient"):
+        smi.fit(nan_grad, 2, method="nuts", num_warmup=10, num_samples=10)

@@ -202,7 +202,10 @@ pub fn fit_arrays(
     let (n, cols) = (data.rows, data.cols);
     let split = |frac: f64| -> Result<(Vec<usize>, Vec<usize>)> {
         train_test_split_indices(n, frac, 10).with_context(|| {
-            format!("cannot hold out {frac} of {n} rows for validation (too few rows?)")
+            format!(
+                "--validation {frac}: cannot hold out {frac} of {n} rows for validation and \
+                 keep training rows (too few rows?)"
+            )
         })
     };
     let (train_rows, val) = match a.validation {

@@ -437,7 +437,10 @@ pub fn run(a: &FitArgs) -> Result<Stop> {
     let all: Vec<usize> = (0..n).collect();
     let split = |frac: f64| -> Result<(Vec<usize>, Vec<usize>)> {
         train_test_split_indices(n, frac, 10).with_context(|| {
-            format!("cannot hold out {frac} of {n} rows for validation (too few rows?)")
+            format!(
+                "--validation {frac}: cannot hold out {frac} of {n} rows for validation and \
+                 keep training rows (too few rows?)"
+            )
         })
     };
     let (train_rows, val) = match a.validation {

@@ -18,17 +18,42 @@ use smi_fit::model_file::ModelFile;
 
 use crate::{guard, SmiError};
 
-/// An `anyhow` error of smi-fit as a Python exception: `ValueError` when the engine found a
-/// bad setting, `SmiError` otherwise.
+/// `smi fit`'s flags and the estimators' parameters of the same meaning (longest flag first, so
+/// that `--elbo-draws` is renamed before `--draws`).
+const FLAGS: [(&str, &str); 12] = [
+    ("--elbo-draws", "elbo_draws"),
+    ("--max-steps", "max_steps"),
+    ("--batch-size", "batch_size"),
+    ("--prior-scale", "prior_scale"),
+    ("--validation", "validation_fraction"),
+    ("--temperature", "temperature"),
+    ("--particles", "n_particles"),
+    ("--hidden", "hidden"),
+    ("--method", "method"),
+    ("--draws", "n_draws"),
+    ("--seed", "random_state"),
+    ("--lr", "lr"),
+];
+
+/// An `anyhow` error of smi-fit as a Python exception, in the estimators' words: the flags
+/// of `smi fit` it names become the estimator's parameters ([`FLAGS`]). `ValueError` when the
+/// engine found a bad setting or the message is about a parameter, `SmiError` otherwise.
 fn fit_err(err: anyhow::Error) -> PyErr {
-    let invalid = err.chain().any(|e| {
+    let engine_setting = err.chain().any(|e| {
         matches!(
             e.downcast_ref::<smi::Error>(),
             Some(smi::Error::InvalidSettings { .. })
         )
     });
-    let message = format!("{err:#}");
-    if invalid {
+    let mut message = format!("{err:#}");
+    let mut names_a_parameter = false;
+    for (flag, param) in FLAGS {
+        if message.contains(flag) {
+            names_a_parameter = true;
+            message = message.replace(flag, param);
+        }
+    }
+    if engine_setting || names_a_parameter {
         PyValueError::new_err(message)
     } else {
         SmiError::new_err(message)

@@ -67,6 +67,7 @@ fn initial_point(model: &dyn LogDensity, radius: f64, rng: &mut ChaCha8Rng) -> R
     let mut x = vec![0.0; dim];
     let mut grad = vec![0.0; dim];
     let mut zero_gradient = false;
+    let mut last: Option<Error> = None;
     for _ in 0..MAX_INIT_TRIES {
         if radius > 0.0 {
             x.iter_mut()
@@ -75,7 +76,10 @@ fn initial_point(model: &dyn LogDensity, radius: f64, rng: &mut ChaCha8Rng) -> R
         match eval_one(model, &batch, &x, &mut grad) {
             Ok(_) if grad.iter().all(|g| *g != 0.0) => return Ok(x),
             Ok(_) => zero_gradient = true,
-            Err(e) if e.is_recoverable() => zero_gradient = false,
+            Err(e) if e.is_recoverable() => {
+                zero_gradient = false;
+                last = Some(e);
+            }
             Err(e) => return Err(e),
         }
     }
@@ -89,7 +93,9 @@ fn initial_point(model: &dyn LogDensity, radius: f64, rng: &mut ChaCha8Rng) -> R
         ));
     }
     Err(Error::non_finite(format!(
-        "NUTS initialisation: no finite log density in {MAX_INIT_TRIES} uniform(−{radius}, {radius}) draws"
+        "NUTS initialisation: no point with a finite log density and gradient in \
+         {MAX_INIT_TRIES} uniform(−{radius}, {radius}) draws{}",
+        last.map_or_else(String::new, |e| format!(" (the last: {e})"))
     )))
 }
 
