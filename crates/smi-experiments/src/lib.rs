@@ -28,6 +28,15 @@ pub mod uci;
 pub mod variance;
 pub mod wave;
 
+/// The options `A` (a command's `clap::Args`) with `extra` on the command line.
+#[cfg(test)]
+pub(crate) fn parse_args<A: clap::Args + clap::FromArgMatches>(extra: &[&str]) -> A {
+    let matches = A::augment_args(clap::Command::new("x"))
+        .try_get_matches_from(std::iter::once("x").chain(extra.iter().copied()))
+        .expect("options parse");
+    A::from_arg_matches(&matches).expect("options parse")
+}
+
 use clap::Subcommand;
 
 /// The experiments `smi reproduce` knows.

@@ -195,17 +195,7 @@ fn a_run_with_a_reproduced_defect_or_a_variant_does_not_stand_for_its_method() {
 
 #[test]
 fn variants_keep_their_state_files_apart() {
-    let plan = |extra: &[&str]| {
-        use clap::Parser;
-        #[derive(clap::Parser)]
-        struct W {
-            #[command(flatten)]
-            a: Args,
-        }
-        let mut v = vec!["x"];
-        v.extend_from_slice(extra);
-        Plan::new(&W::parse_from(v).a).unwrap()
-    };
+    let plan = |extra: &[&str]| Plan::new(&crate::parse_args::<Args>(extra)).unwrap();
     assert_eq!(plan(&[]).file_tag(Method::Smi), "");
     assert_eq!(
         plan(&["--attraction", "numpyro"]).file_tag(Method::Smi),

@@ -57,15 +57,7 @@ fn option_parsing() {
 
 /// The options of `smi reproduce uci` with `extra` on the command line.
 fn args(extra: &[&str]) -> Args {
-    use clap::Parser;
-    #[derive(clap::Parser)]
-    struct W {
-        #[command(flatten)]
-        a: Args,
-    }
-    let mut v = vec!["x"];
-    v.extend_from_slice(extra);
-    W::parse_from(v).a
+    crate::parse_args(extra)
 }
 
 #[test]
