@@ -174,7 +174,7 @@ impl FitOptions {
     }
 
     /// Refuses counts whose buffers the machine's memory cannot hold, before anything is
-    /// allocated ([`crate::guard::fits_in_memory`]): the draws of one step (particles × ELBO
+    /// allocated (`guard::fits_in_memory`): the draws of one step (particles × ELBO
     /// draws × d), NUTS's draws (chains × draws × d), the k̂ draws and the per-step losses.
     ///
     /// # Errors
