@@ -304,13 +304,34 @@ pub fn fail_if_non_finite(record: &mut Map<String, Value>) -> Option<String> {
 /// # Errors
 /// The I/O error of writing or renaming (the temporary file is removed then).
 pub fn write_atomic(path: &Path, bytes: &[u8]) -> std::io::Result<()> {
+    write_atomic_with(path, bytes, false)
+}
+
+/// [`write_atomic`], with the temporary file synced to disk before the rename (for files a
+/// crash must not leave empty, such as saved models).
+///
+/// # Errors
+/// As [`write_atomic`].
+pub fn write_atomic_synced(path: &Path, bytes: &[u8]) -> std::io::Result<()> {
+    write_atomic_with(path, bytes, true)
+}
+
+fn write_atomic_with(path: &Path, bytes: &[u8], sync: bool) -> std::io::Result<()> {
     static COUNTER: AtomicU64 = AtomicU64::new(0);
     let n = COUNTER.fetch_add(1, Ordering::Relaxed);
     let name = path
         .file_name()
         .map_or_else(|| "file".into(), |s| s.to_string_lossy());
     let tmp = path.with_file_name(format!(".{name}.{}.{n}.tmp", std::process::id()));
-    let result = std::fs::write(&tmp, bytes).and_then(|()| std::fs::rename(&tmp, path));
+    let write = || -> std::io::Result<()> {
+        let mut f = std::fs::File::create(&tmp)?;
+        std::io::Write::write_all(&mut f, bytes)?;
+        if sync {
+            f.sync_all()?;
+        }
+        Ok(())
+    };
+    let result = write().and_then(|()| std::fs::rename(&tmp, path));
     if result.is_err() {
         let _ = std::fs::remove_file(&tmp);
     }

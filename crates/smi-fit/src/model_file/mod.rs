@@ -41,7 +41,6 @@
 //! used, and every payload value must be finite. Writing refuses a header or payload with a
 //! non-finite number (JSON would turn it into `null`, and the file could never be read).
 
-use std::io::Write;
 use std::path::Path;
 
 use anyhow::{anyhow, bail, Context, Result};
@@ -518,33 +517,13 @@ impl ModelFile {
         Ok(ModelFile { header, payload })
     }
 
-    /// Writes to `path` through a temporary file beside it, synced and renamed into place.
-    /// The temporary name is unique to the process and the call
-    /// (`.<name>.<pid>.<n>.tmp`), so saves to one path from several processes or threads
-    /// never share it: the last rename wins, and every reader sees a whole file.
+    /// Writes to `path` through a temporary file beside it, synced and renamed into place
+    /// ([`smi_experiments::records::write_atomic_synced`]: the temporary name is unique to the
+    /// process and the call, so saves to one path never share it; the last rename wins).
     pub fn save(&self, path: &Path) -> Result<()> {
-        static COUNTER: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(0);
         let bytes = self.to_bytes()?;
-        let n = COUNTER.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
-        let name = path
-            .file_name()
-            .map_or_else(|| "model".into(), |s| s.to_string_lossy());
-        let tmp = path.with_file_name(format!(".{name}.{}.{n}.tmp", std::process::id()));
-        let written = std::fs::File::create(&tmp)
-            .with_context(|| format!("cannot create {}", tmp.display()))
-            .and_then(|mut f| {
-                f.write_all(&bytes)
-                    .and_then(|_| f.sync_all())
-                    .with_context(|| format!("cannot write {}", tmp.display()))
-            })
-            .and_then(|()| {
-                std::fs::rename(&tmp, path)
-                    .with_context(|| format!("cannot move {} to {}", tmp.display(), path.display()))
-            });
-        if written.is_err() {
-            let _ = std::fs::remove_file(&tmp);
-        }
-        written
+        smi_experiments::records::write_atomic_synced(path, &bytes)
+            .with_context(|| format!("cannot write {}", path.display()))
     }
 
     /// Reads `path` ([`ModelFile::from_bytes`]); warns on stderr when the file has no
