@@ -4,7 +4,8 @@
 # feature, stripped into target/gpu-bundle/ (the one path to carry; see docs/cuda.md).
 #
 #   dev/gpu/build.sh          # then run dev/gpu/run.sh on the GPU machine, carrying
-#                             # target/gpu-bundle
+#                             # target/gpu-bundle (the binaries, and boston and MNIST from
+#                             # $SMI_DATA_DIR or ../shared/data for the whole runs)
 set -euo pipefail
 cd "$(dirname "$0")/../.."
 bundle=target/gpu-bundle
@@ -28,6 +29,16 @@ fi
 cp "$tests" "$bundle/smi_models_tests"
 # unstripped (release has debug = 1) the two are ~150 MB, over the 64 MiB a carry may hold
 strip "$bundle/smi" "$bundle/smi_models_tests"
+# the data of the whole runs (dev/gpu/run.sh stage 4): boston and MNIST, ~11 MB
+data=${SMI_DATA_DIR:-../shared/data}
+if [ -d "$data/uci/bostonHousing" ] && [ -d "$data/mnist" ]; then
+    mkdir -p "$bundle/data/uci"
+    cp -r "$data/uci/bostonHousing" "$bundle/data/uci/"
+    cp -r "$data/mnist" "$bundle/data/"
+    chmod -R u+w "$bundle/data"
+else
+    echo "dev/gpu/build.sh: no boston or MNIST under $data (SMI_DATA_DIR): the GPU run skips its whole runs" >&2
+fi
 size=$(du -sm "$bundle" | cut -f1)
 if [ "$size" -gt 60 ]; then
     echo "dev/gpu/build.sh: $bundle is $size MiB, more than a carry may hold (64 MiB)" >&2

@@ -62,6 +62,16 @@ pub struct Args {
     /// a build with `--features cuda`, an NVIDIA driver and a GPU; see docs/cuda.md).
     #[arg(long, default_value = "cpu")]
     pub device: String,
+    /// With --device cuda: run the Stein update (kernel, φ, optimizer) on the host, as the GPU
+    /// engine did before the particles stayed on the device; for before/after timings in one
+    /// run. The JSON line's device reads `cuda+host-update`.
+    #[arg(long)]
+    pub host_update: bool,
+    /// With --device cuda: after timing each line, run 20 more steps with a wait for the GPU
+    /// after each phase, and print each phase's mean milliseconds to stderr (where a step's
+    /// time goes; the waits make these steps slower than the timed ones).
+    #[arg(long)]
+    pub profile: bool,
 }
 
 /// One benchmark line (the JSON object printed per measurement).
@@ -246,7 +256,7 @@ fn measure(case: &Case, model: &Model, args: &Args, peak: f64) -> Result<Record>
     let density = model.density();
     check_memory(case, density.dim())?;
     let device: Device = args.device.parse()?;
-    let engine = case.engine_on(model, device)?;
+    let engine = case.engine_on(model, device, args.host_update)?;
     let mut state = engine.init()?;
     let order = case.config.shared_batch().map(|b| {
         let n = density.num_data();
@@ -287,6 +297,26 @@ fn measure(case: &Case, model: &Model, args: &Args, peak: f64) -> Result<Record>
     if times.is_empty() {
         bail!("--steps must be at least 1");
     }
+    if args.profile {
+        let Device::Cuda(ordinal) = device else {
+            bail!("--profile times the GPU engine's phases: pass --device cuda");
+        };
+        let phases = case.profile_on(model, ordinal, args.host_update, 20, &rows_at)?;
+        let total: f64 = phases.iter().map(|p| p.1).sum();
+        eprintln!(
+            "profile {} S={} device={device}{}: {total:.3} ms per step with a wait per phase",
+            case.config.name(),
+            case.draws,
+            if args.host_update {
+                " (host update)"
+            } else {
+                ""
+            }
+        );
+        for (name, ms) in &phases {
+            eprintln!("  {name:<36} {ms:>9.4} ms");
+        }
+    }
     let mean = times.iter().sum::<f64>() / times.len() as f64;
     times.sort_by(f64::total_cmp);
     let n = times.len();
@@ -326,7 +356,11 @@ fn measure(case: &Case, model: &Model, args: &Args, peak: f64) -> Result<Record>
         target: target.map(|t| t.0),
         threads: rayon::current_num_threads(),
         load,
-        device: device.to_string(),
+        device: if args.host_update && device != Device::Cpu {
+            format!("{device}+host-update")
+        } else {
+            device.to_string()
+        },
     })
 }
 
@@ -470,6 +504,8 @@ mod tests {
             repeat: 1,
             threads: None,
             device: device.into(),
+            host_update: false,
+            profile: false,
         };
         assert!(check_args(&args("cpu")).is_ok());
         let e = check_args(&args("tpu")).unwrap_err().to_string();
@@ -492,7 +528,7 @@ mod tests {
         .unwrap();
         let model = Config::Mvn100.build().unwrap();
         let e = c
-            .engine_on(&model, Device::Cuda(0))
+            .engine_on(&model, Device::Cuda(0), false)
             .err()
             .unwrap()
             .to_string();

@@ -13,6 +13,7 @@
 
 pub mod bench;
 pub mod cpu_time;
+pub mod device;
 pub mod limits;
 pub mod locks;
 pub mod mnist;

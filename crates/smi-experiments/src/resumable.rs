@@ -203,12 +203,27 @@ pub fn fit<M: smi::LogDensity + ?Sized>(
     observer: &mut dyn Observer,
     label: &str,
 ) -> Result<Finished> {
+    let engine = settings.build(model)?;
+    fit_engine(engine.as_ref(), run, ckpt, observer, label)
+}
+
+/// [`fit`] with a built engine (one on a GPU, say): the same checkpoints, resumption and
+/// result.
+///
+/// # Errors
+/// As [`fit`].
+pub fn fit_engine(
+    engine: &dyn Engine,
+    run: &RunSettings,
+    ckpt: &FitCheckpoint,
+    observer: &mut dyn Observer,
+    label: &str,
+) -> Result<Finished> {
     anyhow::ensure!(ckpt.every >= 1, "checkpoint interval must be at least 1");
     if let Some(dir) = ckpt.path.parent() {
         std::fs::create_dir_all(dir).with_context(|| format!("cannot create {}", dir.display()))?;
     }
-    let engine = settings.build(model)?;
-    let carried = resume(engine.as_ref(), ckpt, label);
+    let carried = resume(engine, ckpt, label);
     let (state, carried_seconds, carried_cpu) = match carried {
         Some(c) => (c.state, c.seconds, c.cpu_seconds),
         None => (engine.init()?, 0.0, Some(0.0)),
@@ -227,7 +242,7 @@ pub fn fit<M: smi::LogDensity + ?Sized>(
         cpu: CpuClock::start(),
         warned: false,
     };
-    let res = smi::run(engine.as_ref(), state, &run_settings, &mut saver)?;
+    let res = smi::run(engine, state, &run_settings, &mut saver)?;
     let cpu = carried_cpu.zip(saver.cpu.seconds()).map(|(a, b)| a + b);
     ckpt.remove();
     Ok(Finished {

@@ -1,6 +1,7 @@
 //! The configurations of `smi bench`: synthetic models of the paper's shapes, engine settings,
 //! flop counts and the NumPyro reference timings with the targets of the benchmark issue.
 
+use crate::device::Net;
 use anyhow::{bail, Result};
 use rand::seq::SliceRandom;
 use rand::{Rng, SeedableRng};
@@ -433,59 +434,65 @@ impl Case {
 
     /// The engine of this case on `device`: [`Case::engine`] on the CPU; on a GPU the
     /// [`smi_models::cuda`] engine (SMI with shared gradients on the BNN configurations; needs
-    /// the `cuda` feature).
+    /// the `cuda` feature); `host_update` as [`crate::device::engine_on`].
     ///
     /// # Errors
     /// From the engine constructors; a case without a GPU path; no CUDA backend in this build,
     /// no driver or no such device (the message says which).
-    pub fn engine_on<'a>(&self, model: &'a Model, device: Device) -> Result<Box<dyn Engine + 'a>> {
-        match device {
-            Device::Cpu => self.engine(model.density()),
-            Device::Cuda(ordinal) => {
-                device.check_built()?;
-                if self.method != Method::Smi || self.reuse != GradientReuse::Shared {
-                    bail!(
-                        "--device cuda runs smi with --reuse shared (the GPU engine is SMI's); \
-                         run {} --reuse {} on the CPU",
-                        self.method.name(),
-                        reuse_name(self.reuse)
-                    );
-                }
-                self.cuda_engine(model, ordinal)
-            }
+    pub fn engine_on<'a>(
+        &self,
+        model: &'a Model,
+        device: Device,
+        host_update: bool,
+    ) -> Result<Box<dyn Engine + 'a>> {
+        if device == Device::Cpu {
+            return self.engine(model.density());
         }
-    }
-
-    #[cfg(feature = "cuda")]
-    fn cuda_engine<'a>(&self, model: &'a Model, ordinal: usize) -> Result<Box<dyn Engine + 'a>> {
-        use smi_models::cuda::{CudaError, CudaSteinVi};
-        let MethodSettings::Stein(settings) = self.settings()? else {
-            bail!("internal: SMI without Stein settings");
-        };
-        // the CUDA error's own words, without the "model error" of smi::Error::Model
-        let plain = |e: smi::Error| match CudaError::of(&e) {
-            Some(c) => anyhow::anyhow!("{c}"),
-            None => e.into(),
-        };
-        Ok(match model {
-            Model::Regression(m) => {
-                Box::new(CudaSteinVi::regression(m, settings, ordinal).map_err(plain)?)
-            }
-            Model::Classifier(m) => {
-                Box::new(CudaSteinVi::classifier(m, settings, ordinal).map_err(plain)?)
-            }
+        let net = match model {
+            Model::Regression(m) => Net::Regression(m),
+            Model::Classifier(m) => Net::Classifier(m),
             _ => bail!(
-                "--device cuda runs the network configurations (wave, boston, mnist); {} has \
-                 no GPU model",
+                "--device {device} runs the network configurations (wave, boston, mnist); {} \
+                 has no GPU model",
                 self.config.name()
             ),
-        })
+        };
+        if self.method != Method::Smi || self.reuse != GradientReuse::Shared {
+            bail!(
+                "--device {device} runs smi with --reuse shared (the GPU engine is SMI's); run \
+                 {} --reuse {} on the CPU",
+                self.method.name(),
+                reuse_name(self.reuse)
+            );
+        }
+        crate::device::engine_on(
+            self.method.name(),
+            &self.settings()?,
+            net,
+            device,
+            host_update,
+        )
     }
 
-    #[cfg(not(feature = "cuda"))]
-    fn cuda_engine<'a>(&self, _model: &'a Model, ordinal: usize) -> Result<Box<dyn Engine + 'a>> {
-        Device::Cuda(ordinal).check_built()?;
-        bail!("internal: a CUDA build without the cuda feature")
+    /// The mean time of each phase of `steps` GPU steps of this case on CUDA device `ordinal`
+    /// ([`crate::device::profile_gpu_steps`]; `rows(t)` the shared rows of step t).
+    ///
+    /// # Errors
+    /// A case without a GPU path; the errors of [`Case::engine_on`].
+    pub fn profile_on<'r>(
+        &self,
+        model: &Model,
+        ordinal: usize,
+        host_update: bool,
+        steps: usize,
+        rows: &dyn Fn(usize) -> Option<&'r [usize]>,
+    ) -> Result<Vec<(String, f64)>> {
+        let net = match model {
+            Model::Regression(m) => Net::Regression(m),
+            Model::Classifier(m) => Net::Classifier(m),
+            _ => bail!("{} has no GPU model to profile", self.config.name()),
+        };
+        crate::device::profile_gpu_steps(&self.settings()?, net, ordinal, host_update, steps, rows)
     }
 
     /// The method settings of this case (the benchmark's optimizer, m, S, batch and seed).

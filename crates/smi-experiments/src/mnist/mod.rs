@@ -45,12 +45,14 @@ use smi::{
 use smi_data::Mnist;
 use smi_models::BnnClassifier;
 
+use crate::device::Net;
 use crate::limits;
 use crate::locks;
 use crate::progress::Bar;
 use crate::records;
 use crate::records::{attraction_suffix, defect_suffix};
 use crate::tables;
+use smi_models::Device;
 
 /// Name of the records file (`mnist.jsonl`) and of the report (`mnist.md`).
 pub const EXPERIMENT: &str = "mnist";
@@ -138,6 +140,12 @@ pub struct Args {
     /// never for inference; it enters SMI's training key.
     #[arg(long, value_name = "DEFECT")]
     pub defect: Option<NumpyroDefect>,
+    /// Where SMI's training runs: `cpu`, or `cuda` / `cuda:N` (the GPU engine, SMI only; needs
+    /// a build with `--features cuda`, an NVIDIA driver and a GPU; docs/cuda.md). A GPU run's
+    /// training key gains `device=cuda` (its random streams differ from the CPU's); the
+    /// evaluation runs on the CPU.
+    #[arg(long, default_value = "cpu")]
+    pub device: String,
     /// Continue from `<out>/checkpoints/` when a checkpoint of the same training configuration
     /// exists (`--resume false` starts afresh and overwrites it).
     #[arg(long, default_value_t = true, action = ArgAction::Set)]
@@ -209,6 +217,8 @@ struct Plan {
     resume: bool,
     attraction: AttractionNorm,
     defect: Option<NumpyroDefect>,
+    /// Where SMI's training runs.
+    device: Device,
     progress: bool,
 }
 
@@ -224,6 +234,17 @@ impl Plan {
             Some(s) => parse_methods(s)?,
             None => Method::VARIATIONAL.to_vec(),
         };
+        let device: Device = args.device.parse()?;
+        device.check_built()?;
+        if let Some(other) = methods
+            .iter()
+            .find(|&&m| m != Method::Smi && device != Device::Cpu)
+        {
+            bail!(
+                "--device {device} runs smi (the GPU engine is SMI's): run {other} with \
+                 --device cpu, or pass --methods smi"
+            );
+        }
         let epochs = args.epochs.unwrap_or(if q { 1 } else { 100 });
         if epochs == 0 {
             bail!("--epochs must be at least 1");
@@ -276,6 +297,7 @@ impl Plan {
             resume: args.resume,
             attraction: args.attraction,
             defect: args.defect,
+            device,
             progress: std::env::var_os("SMI_NO_PROGRESS").is_none(),
         })
     }
@@ -315,10 +337,14 @@ impl Plan {
         };
         let guide = match method {
             Method::Smi => format!(
-                "m={PARTICLES} S={} normal(init=uniform(2),scale=0.1){}{}",
+                "m={PARTICLES} S={} normal(init=uniform(2),scale=0.1){}{}{}",
                 self.elbo_draws,
                 attraction_suffix(self.attraction, " "),
-                defect_suffix(self.defect, " ")
+                defect_suffix(self.defect, " "),
+                match self.device {
+                    Device::Cpu => "",
+                    Device::Cuda(_) => " device=cuda",
+                }
             ),
             Method::Svgd => format!("m={PARTICLES} delta(init=median15)"),
             Method::Asvgd => format!(
@@ -345,9 +371,13 @@ impl Plan {
             return String::new();
         }
         format!(
-            "{}{}",
+            "{}{}{}",
             attraction_suffix(self.attraction, "-"),
-            defect_suffix(self.defect, "-")
+            defect_suffix(self.defect, "-"),
+            match self.device {
+                Device::Cpu => "",
+                Device::Cuda(_) => "-device=cuda",
+            }
         )
     }
 
@@ -674,7 +704,18 @@ fn run_unit(
         (MethodSettings::Svi(s), _) => s.num_elbo_particles = 1,
         _ => {}
     }
-    let engine = settings.build(model)?;
+    let device = if method == Method::Smi {
+        plan.device
+    } else {
+        Device::Cpu
+    };
+    let engine = crate::device::engine_on(
+        method.name(),
+        &settings,
+        Net::Classifier(model),
+        device,
+        false,
+    )?;
     let key = plan.train_key(layers, method, n);
     let trained = train(plan, engine.as_ref(), layers, method, n, &key)?;
     let post = engine.posterior(&trained.state);

@@ -35,6 +35,7 @@ fn steps_per_epoch_drop_the_remainder() {
         resume: true,
         attraction: AttractionNorm::Paper,
         defect: None,
+        device: "cpu".into(),
         quick: false,
     };
     let plan = Plan::new(&args).unwrap();
@@ -46,6 +47,33 @@ fn steps_per_epoch_drop_the_remainder() {
     })
     .unwrap();
     assert_eq!(cut.steps_per_epoch(60_000), 10);
+    // --device: a bad name lists the valid ones; a GPU runs SMI only, or needs the feature
+    let bad = Plan::new(&Args {
+        device: "tpu".into(),
+        ..args.clone()
+    });
+    assert!(bad.err().unwrap().to_string().contains("cuda:N"));
+    let gpu = |methods: &str| {
+        Plan::new(&Args {
+            device: "cuda".into(),
+            methods: Some(methods.into()),
+            ..args.clone()
+        })
+    };
+    let e = gpu("smi,ovi").err().unwrap().to_string();
+    let want = if smi_models::Device::CUDA_BUILT {
+        "runs smi"
+    } else {
+        "--features cuda"
+    };
+    assert!(e.contains(want), "{e}");
+    if smi_models::Device::CUDA_BUILT {
+        let plan = gpu("smi").unwrap();
+        assert!(plan
+            .train_key(1, Method::Smi, 60_000)
+            .ends_with(&format!("device=cuda seed={PAPER_SEED}")));
+        assert_eq!(plan.file_tag(Method::Smi), "-device=cuda");
+    }
     assert!(Plan::new(&Args {
         train_size: Some(100),
         ..args.clone()

@@ -51,9 +51,11 @@ pub const TUNE_EXPERIMENT: &str = "uci-lr";
 /// UCI net with its Adam moments, ≈ 50 000 numbers).
 pub const CHECKPOINT_EVERY: u64 = 5_000;
 
+use crate::device::Net;
 use crate::records::{attraction_suffix, defect_suffix};
 pub use settings::{fit, prediction_rng, UnitSettings};
 pub use smi::{Method, LR_GRID};
+use smi_models::Device;
 
 /// Options of `smi reproduce uci`.
 #[derive(clap::Args, Debug, Clone)]
@@ -135,6 +137,13 @@ pub struct Args {
     /// ablations can run at once.
     #[arg(long)]
     pub ablation: bool,
+    /// Where SMI's fits run: `cpu`, or `cuda` / `cuda:N` (the GPU engine, SMI only; needs a
+    /// build with `--features cuda`, an NVIDIA driver and a GPU; docs/cuda.md). A GPU run's
+    /// config gains `device=cuda` (its random streams differ from the CPU's, so its records sit
+    /// beside the CPU's rather than replacing them). The learning-rate search of `--lr tune`
+    /// runs on the CPU.
+    #[arg(long, default_value = "cpu")]
+    pub device: String,
     /// Units run at the same time (each also uses the rayon pool for its draws).
     #[arg(long, default_value_t = 1)]
     pub jobs: usize,
@@ -201,6 +210,8 @@ struct Plan {
     loss_temperature: f64,
     /// SMI's runs are an ablation of the paper's settings.
     ablation: bool,
+    /// Where SMI's fits run.
+    device: Device,
     progress: bool,
 }
 
@@ -269,6 +280,7 @@ impl Plan {
             lr: args.lr.parse()?,
             attraction: args.attraction,
             defect: args.defect,
+            device: args.device.parse()?,
             progress: args.jobs <= 1 && std::env::var_os("SMI_NO_PROGRESS").is_none(),
         })
     }
@@ -319,7 +331,7 @@ impl Plan {
     /// What the names of a unit's state and lock files gain: nothing for the paper's settings,
     /// else a tag of SMI's config, so that ablations of one unit can run at once.
     fn file_tag(&self, method: Method) -> String {
-        if method != Method::Smi || !self.ablation {
+        if method != Method::Smi || !(self.ablation || self.device != Device::Cpu) {
             return String::new();
         }
         // FNV-1a of the config without its learning rate (the same for every data set).
@@ -328,7 +340,8 @@ impl Plan {
         for b in config.bytes() {
             h = (h ^ u64::from(b)).wrapping_mul(0x0000_0100_0000_01b3);
         }
-        format!("-ablation-{:08x}", h as u32)
+        let kind = if self.ablation { "ablation" } else { "device" };
+        format!("-{kind}-{:08x}", h as u32)
     }
 
     /// The seed of the unit on `split` (also used by the learning-rate search on split 0).
@@ -343,14 +356,15 @@ impl Plan {
         let common = format!("b={}|init=U{}", self.batch_size, self.init_radius);
         let s = match method {
             Method::Smi => format!(
-                "lr={lr}|steps<={}|es=35x2|m={}|S={}|{common}|pred={}{}{}{}",
+                "lr={lr}|steps<={}|es=35x2|m={}|S={}|{common}|pred={}{}{}{}{}",
                 self.max_steps,
                 self.num_particles,
                 self.elbo_draws,
                 self.pred_draws,
                 attraction_suffix(self.attraction, "|"),
                 defect_suffix(self.defect, "|"),
-                self.ablation_suffix()
+                self.ablation_suffix(),
+                device_suffix(self.device)
             ),
             Method::Svgd | Method::Asvgd => format!(
                 "lr={lr}|steps<={}|es=35x2|m={PAPER_PARTICLES}|{common}|pred=particles",
@@ -443,6 +457,17 @@ pub fn run(args: &Args) -> Result<()> {
                 .unwrap_or(if args.quick { "0" } else { "all" }),
         )?;
     let methods = parse_methods(args.methods.as_deref().unwrap_or("all"))?;
+    let device: Device = args.device.parse()?;
+    device.check_built()?;
+    if let Some(other) = methods
+        .iter()
+        .find(|&&m| m != Method::Smi && device != Device::Cpu)
+    {
+        bail!(
+            "--device {device} runs smi (the GPU engine is SMI's): run {other} with --device \
+             cpu, or pass --methods smi"
+        );
+    }
     let shard = args.shard.as_deref().map(parse_shard).transpose()?;
     if args.jobs == 0 {
         bail!("--jobs must be at least 1");
@@ -917,9 +942,20 @@ fn fit_and_evaluate(
             Some(ckpt) => {
                 let engine_settings = settings.method_settings(method, lr, seed)?;
                 let run = settings.run_settings(method);
-                let f = crate::resumable::fit(
-                    &model,
+                let device = if method == Method::Smi {
+                    plan.device
+                } else {
+                    Device::Cpu
+                };
+                let engine = crate::device::engine_on(
+                    method.name(),
                     &engine_settings,
+                    Net::Regression(&model),
+                    device,
+                    false,
+                )?;
+                let f = crate::resumable::fit_engine(
+                    engine.as_ref(),
                     &run,
                     ckpt,
                     observer.as_mut(),
@@ -967,3 +1003,11 @@ fn fit_and_evaluate(
 
 #[cfg(test)]
 mod tests;
+
+/// What a config gains for the device its SMI fits ran on: nothing on the CPU.
+fn device_suffix(device: Device) -> String {
+    match device {
+        Device::Cpu => String::new(),
+        Device::Cuda(_) => "|device=cuda".into(),
+    }
+}

@@ -61,6 +61,23 @@ fn args(extra: &[&str]) -> Args {
 }
 
 #[test]
+fn a_gpu_run_has_its_own_config_and_files() {
+    // SMI on a GPU: the config gains the device (the records sit beside the CPU's), and its
+    // state and lock files a tag; the other methods' configs do not change
+    let cpu = Plan::new(&args(&[])).unwrap();
+    let gpu = Plan::new(&args(&["--device", "cuda"])).unwrap();
+    assert!(gpu
+        .config(Method::Smi, Some(5e-5))
+        .ends_with("|pred=5000|device=cuda|seed=0"));
+    assert!(gpu.file_tag(Method::Smi).starts_with("-device-"));
+    assert_eq!(
+        gpu.config(Method::Ovi, Some(5e-5)),
+        cpu.config(Method::Ovi, Some(5e-5))
+    );
+    assert!(Plan::new(&args(&["--device", "tpu"])).is_err());
+}
+
+#[test]
 fn configs_differ_by_setting() {
     let p = Plan::new(&args(&[])).unwrap();
     let q = Plan::new(&args(&["--max-steps", "100"])).unwrap();

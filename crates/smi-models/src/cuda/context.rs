@@ -28,6 +28,11 @@ pub(crate) enum Kernel {
     GaussHead,
     SoftmaxHead,
     PriorFinish,
+    ToF32,
+    PairSqPartials,
+    SteinDirection,
+    OptimizerStep,
+    PullbackFinish,
 }
 
 /// Whether the NVIDIA driver library can be loaded on this machine.

@@ -1,5 +1,8 @@
-//! `CudaSteinVi`: the SMI engine with its ELBO gradients on the GPU ([`CudaStep`]) and the
-//! Stein kernel, force and optimizer on the host, over the core's public pieces.
+//! `CudaSteinVi`: the SMI engine with its ELBO gradients on the GPU ([`CudaStep`]) and, for the
+//! RBF kernel in norm mode (the default), the Stein update too: the particles and the
+//! optimizer's buffers stay on the device between steps (`resident.rs`) and come to the host
+//! at [`Engine::sync`]. Other kernels run the kernel, force and optimizer on the host, over the
+//! core's public pieces.
 //!
 //! States, checkpoints, posteriors and fingerprints are those of the CPU [`SteinVi`] with the
 //! same settings (this engine delegates them), so a run started on the GPU resumes on the CPU
@@ -8,14 +11,15 @@
 
 use std::sync::Mutex;
 
-use smi::kernel::Kernel;
+use smi::kernel::{BandwidthFactor, Kernel, KernelSettings};
 use smi::rand::Rng;
 use smi::{
     AttractionNorm, Engine, Error, GradientReuse, GuideSettings, Layout, LogDensity, Mixture,
-    Result, State, SteinSettings, SteinVi, StepInfo,
+    NonFinitePolicy, Result, State, SteinSettings, SteinVi, StepInfo,
 };
 
 use super::error::CudaError;
+use super::resident::{rbf_coefficients, Mark, OptimizerCall, MAX_RESIDENT_PARTICLES};
 use super::step::{CudaStep, StepOutput, StepRows};
 use crate::{BnnClassifier, BnnRegression};
 
@@ -29,6 +33,8 @@ pub struct CudaSteinVi<'a> {
     layout: Layout,
     settings: SteinSettings,
     num_data: usize,
+    /// The RBF bandwidth factor when the Stein update runs on the device (`None`: on the host).
+    resident: Option<BandwidthFactor>,
 }
 
 impl<'a> CudaSteinVi<'a> {
@@ -70,6 +76,15 @@ impl<'a> CudaSteinVi<'a> {
         settings: SteinSettings,
         model: &dyn LogDensity,
     ) -> Self {
+        let resident = match settings.kernel {
+            KernelSettings::Rbf {
+                mode,
+                bandwidth_factor,
+            } if mode.is_scalar() && settings.num_particles <= MAX_RESIDENT_PARTICLES => {
+                Some(bandwidth_factor)
+            }
+            _ => None,
+        };
         CudaSteinVi {
             cpu,
             step: Mutex::new(step),
@@ -77,6 +92,136 @@ impl<'a> CudaSteinVi<'a> {
             layout,
             settings,
             num_data: model.num_data(),
+            resident,
+        }
+    }
+
+    /// Runs the Stein update on the host (the kernel, φ and the optimizer over m×p values
+    /// copied each step) even where the device could keep the particles: the engine before the
+    /// device update, for comparisons. Call before the first step.
+    pub fn with_host_update(mut self) -> Self {
+        self.resident = None;
+        self
+    }
+
+    /// Whether the particles stay on the device between steps (the RBF kernel in norm mode,
+    /// at most 255 particles, and not [`CudaSteinVi::with_host_update`]).
+    pub fn keeps_particles_on_device(&self) -> bool {
+        self.resident.is_some()
+    }
+
+    /// Switches the per-phase clock of the steps on (clearing earlier times) or off; on, each
+    /// phase waits for the GPU, so steps run slower. `smi bench --device cuda --profile`.
+    ///
+    /// # Errors
+    /// A poisoned lock (an earlier panic in a step).
+    pub fn set_profiling(&self, on: bool) -> Result<()> {
+        self.lock()?.set_profiling(on);
+        Ok(())
+    }
+
+    /// The mean time of each phase of the steps since profiling was switched on.
+    ///
+    /// # Errors
+    /// As [`CudaSteinVi::set_profiling`].
+    pub fn profile(&self) -> Result<Vec<super::PhaseTime>> {
+        Ok(self.lock()?.profile())
+    }
+
+    fn lock(&self) -> Result<std::sync::MutexGuard<'_, CudaStep>> {
+        self.step
+            .lock()
+            .map_err(|_| Error::Data("GPU step poisoned by an earlier panic".into()))
+    }
+
+    /// One step with the particles on the device: the ELBO gradients and the particles'
+    /// distances there, the bandwidth and the m×m kernel weights here, φ, its norm and the
+    /// optimizer there. The same checks and counters as [`smi::apply_ascent`]: a non-finite
+    /// log density, ELBO or direction skips the update under [`NonFinitePolicy::Skip`].
+    fn step_resident(
+        &self,
+        factor: BandwidthFactor,
+        state: &mut State,
+        rows: Option<&[usize]>,
+    ) -> Result<StepInfo> {
+        let st = &self.settings;
+        let mut dev = self.lock()?;
+        if !dev.holds(state) {
+            dev.upload_state(state, st.num_elbo_particles)?;
+        }
+        // the device's copy is current only once this step has finished on it
+        dev.set_mark(None);
+        let noise_seed: u64 = state.rng.random();
+        let rows_seed: u64 = state.rng.random();
+        let step_rows = self.step_rows(rows, rows_seed);
+        let tau = st.loss_temperature * st.schedule.value(state.step);
+        let out = dev.resident_pass(
+            st.num_elbo_particles,
+            noise_seed,
+            step_rows,
+            st.jacobian,
+            tau,
+        )?;
+        let t = state.step;
+        state.step = state.step.saturating_add(1);
+        let k = out.logp.len().max(1) as f64;
+        let elbo = out
+            .logp
+            .iter()
+            .zip(&out.logq)
+            .map(|(lp, lq)| tau * lp - lq)
+            .sum::<f64>()
+            / k;
+        let bad = if let Some(i) = out.logp.iter().position(|v| !v.is_finite()) {
+            Some(format!("model log density of draw {i}"))
+        } else if !out.sq.is_finite() {
+            Some(format!("particles at step {t}"))
+        } else if !elbo.is_finite() {
+            Some(format!("update direction at step {t}"))
+        } else {
+            None
+        };
+        let norm2 = match bad {
+            Some(_) => f64::NAN,
+            None => {
+                let m = st.num_particles as f64;
+                let c_att = match st.attraction {
+                    AttractionNorm::Paper => 1.0 / m,
+                    AttractionNorm::Numpyro => 1.0,
+                };
+                let coef = rbf_coefficients(&out.sq, factor);
+                dev.profile_phase("host: bandwidth and kernel weights")?;
+                dev.direction(&coef, c_att, st.repulsion_temperature / m)?
+            }
+        };
+        if bad.is_some() || !norm2.is_finite() {
+            let why = bad.unwrap_or_else(|| format!("update direction at step {t}"));
+            dev.set_mark(Some(Mark::of(state)));
+            return match st.on_non_finite {
+                NonFinitePolicy::Skip => {
+                    state.skipped_steps = state.skipped_steps.saturating_add(1);
+                    Ok(StepInfo::new(f64::NAN, f64::NAN, true))
+                }
+                NonFinitePolicy::Error => Err(Error::non_finite(why)),
+            };
+        }
+        let lr = st.optimizer.lr_at(t, &state.lr_schedule);
+        let call = OptimizerCall::prepare(&st.optimizer, lr, &mut state.optimizer)?;
+        dev.optimizer_step(call)?;
+        dev.set_mark(Some(Mark::of(state)));
+        st.optimizer
+            .schedule()
+            .observe(st.optimizer.lr(), t, elbo, &mut state.lr_schedule);
+        Ok(StepInfo::new(norm2.sqrt(), elbo, false))
+    }
+
+    /// Which rows a step evaluates: the runner's, a per-draw sample of `batch_size` from
+    /// `seed`, or all.
+    fn step_rows<'r>(&self, rows: Option<&'r [usize]>, seed: u64) -> StepRows<'r> {
+        match (rows, self.settings.batch_size) {
+            (Some(r), _) => StepRows::Shared(r),
+            (None, Some(b)) if b < self.num_data => StepRows::Sample { seed, size: b },
+            (None, _) => StepRows::All,
         }
     }
 
@@ -181,24 +326,17 @@ impl Engine for CudaSteinVi<'_> {
                 format!("{}×{p}", state.particles.rows()),
             ));
         }
+        if let Some(factor) = self.resident {
+            return self.step_resident(factor, state, rows);
+        }
         let noise_seed: u64 = state.rng.random();
         let rows_seed: u64 = state.rng.random();
-        let step_rows = match (rows, st.batch_size) {
-            (Some(r), _) => StepRows::Shared(r),
-            (None, Some(b)) if b < self.num_data => StepRows::Sample {
-                seed: rows_seed,
-                size: b,
-            },
-            (None, _) => StepRows::All,
-        };
+        let step_rows = self.step_rows(rows, rows_seed);
         let tau = st.loss_temperature * st.schedule.value(state.step);
         // the kernel (host, particles only) while this thread waits for the GPU's ĝ
         let (out, gram) = rayon::join(
             || {
-                let mut step = self
-                    .step
-                    .lock()
-                    .map_err(|_| Error::Data("GPU step poisoned by an earlier panic".into()))?;
+                let mut step = self.lock()?;
                 step.run(
                     &state.particles,
                     st.num_elbo_particles,
@@ -212,11 +350,40 @@ impl Engine for CudaSteinVi<'_> {
         );
         let m = state.particles.rows();
         let result = out.and_then(|o| self.force(o, gram?, m, tau));
-        smi::apply_ascent(state, &st.optimizer, st.on_non_finite, result)
+        let info = smi::apply_ascent(state, &st.optimizer, st.on_non_finite, result);
+        self.lock()?
+            .profile_phase("host: kernel, φ and optimizer")?;
+        info
     }
 
+    /// The mixture of the current particles (read from the device when it holds them; the
+    /// host's state is left as it is).
     fn posterior(&self, state: &State) -> Mixture {
+        if self.resident.is_some() {
+            if let Ok(dev) = self.lock() {
+                if dev.holds(state) {
+                    let mut current = state.clone();
+                    if dev.download_state(&mut current.particles, None).is_ok() {
+                        return self.cpu.posterior(&current);
+                    }
+                }
+            }
+        }
         self.cpu.posterior(state)
+    }
+
+    /// Copies the particles and the optimizer's buffers from the device when it holds this
+    /// state; the next step uploads the state again.
+    fn sync(&self, state: &mut State) -> Result<()> {
+        if self.resident.is_none() {
+            return Ok(());
+        }
+        let mut dev = self.lock()?;
+        if dev.holds(state) {
+            dev.download_state(&mut state.particles, Some(&mut state.optimizer))?;
+            dev.set_mark(None);
+        }
+        Ok(())
     }
 
     fn elbo_checks(&self) -> smi::ElboChecks {

@@ -153,18 +153,25 @@ extern "C" __global__ void mix_responsibilities(const double *comp, int num_draw
     logq[k] = mx + log(sum) - log((double)m);
 }
 
-/* The per-particle ELBO gradient (docs/algorithms.md 2.2), one thread per (particle i,
-   coordinate c): delta = tau * grad log p - grad log q_mix for each of the S draws of particle
-   i, with grad log q_mix = -sum_j resp_j (u - loc_j) / sigma_j^2; then
-   ghat[i, c] = mean_s delta, ghat[i, d + c] = mean_s(delta * eps) * sigmoid(rho_ic). */
+/* The per-particle ELBO gradient (docs/algorithms.md 2.2), in two kernels. pullback: one thread
+   per (draw group g, particle i, coordinate c) over the draws q of group g (draws
+   [g*s/groups, (g+1)*s/groups) of particle i): delta = tau * grad log p - grad log q_mix with
+   grad log q_mix = -sum_j resp_j (u - loc_j) / sigma_j^2, summed into
+   part[(g*m + i)*2d + c] (delta) and part[(g*m + i)*2d + d + c] (delta * eps). Groups give the
+   GPU enough threads when m*d is small (UCI: m*d = 13 260). pullback_finish: ghat[i, c] =
+   sum_g part / s, ghat[i, d + c] = sum_g part / s * sigmoid(rho_ic), groups summed in order. */
 extern "C" __global__ void pullback(const float *theta, const float *eps, const float *grad,
                                     const float *resp, const float *parts, const float *inv_var,
-                                    int m, int s, int d, double tau, double *ghat) {
+                                    int m, int s, int d, double tau, int groups, double *part) {
     long long t = (long long)blockIdx.x * blockDim.x + threadIdx.x;
-    if (t >= (long long)m * d) return;
-    int i = (int)(t / d), c = (int)(t % d);
+    long long md = (long long)m * d;
+    if (t >= md * groups) return;
+    int g = (int)(t / md);
+    long long r = t % md;
+    int i = (int)(r / d), c = (int)(r % d);
+    int q0 = (int)((long long)g * s / groups), q1 = (int)((long long)(g + 1) * s / groups);
     double acc_loc = 0.0, acc_rho = 0.0;
-    for (int q = 0; q < s; ++q) {
+    for (int q = q0; q < q1; ++q) {
         long long k = (long long)i * s + q;
         float u = theta[k * d + c];
         float gq = 0.0f;
@@ -174,6 +181,22 @@ extern "C" __global__ void pullback(const float *theta, const float *eps, const 
         double delta = tau * (double)grad[k * d + c] - (double)gq;
         acc_loc += delta;
         acc_rho += delta * (double)eps[k * d + c];
+    }
+    long long base = ((long long)g * m + i) * 2 * d;
+    part[base + c] = acc_loc;
+    part[base + d + c] = acc_rho;
+}
+
+extern "C" __global__ void pullback_finish(const double *part, const float *parts, int m, int s,
+                                           int d, int groups, double *ghat) {
+    long long t = (long long)blockIdx.x * blockDim.x + threadIdx.x;
+    if (t >= (long long)m * d) return;
+    int i = (int)(t / d), c = (int)(t % d);
+    double acc_loc = 0.0, acc_rho = 0.0;
+    for (int g = 0; g < groups; ++g) {
+        long long base = ((long long)g * m + i) * 2 * d;
+        acc_loc += part[base + c];
+        acc_rho += part[base + d + c];
     }
     float rho = parts[(long long)i * 2 * d + d + c];
     double sig = 1.0 / (1.0 + exp(-(double)rho));
@@ -328,10 +351,98 @@ extern "C" __global__ void prior_finish(const float *theta, int nw, int d, doubl
     ss = block_sum(ss, red);
     if (threadIdx.x == 0) logp[k] = log_norm - 0.5 * inv_var * ss + ll[k];
 }
+/* ---------------------------------------------------------------- the Stein update on the device */
+
+/* out[t] = (float)x[t]: the network's f32 copy of the particles. */
+extern "C" __global__ void to_f32(const double *x, long long len, float *out) {
+    long long t = (long long)blockIdx.x * blockDim.x + threadIdx.x;
+    if (t < len) out[t] = (float)x[t];
+}
+
+/* Partial squared distances of the particles (x: m x p): block (b, i*m + j) with i < j sums
+   (x_i - x_j)^2 over the columns [b*chunk, (b+1)*chunk) into
+   partials[(i*m + j)*gridDim.x + b]; blocks with i >= j write nothing. */
+extern "C" __global__ void pair_sq_partials(const double *x, int m, int p, int chunk,
+                                            double *partials) {
+    extern __shared__ double red[];
+    int pair = blockIdx.y, i = pair / m, j = pair % m;
+    if (i >= j) return;
+    long long start = (long long)blockIdx.x * chunk;
+    long long end = start + chunk < (long long)p ? start + chunk : (long long)p;
+    const double *xi = x + (long long)i * p, *xj = x + (long long)j * p;
+    double acc = 0.0;
+    for (long long c = start + threadIdx.x; c < end; c += blockDim.x) {
+        double r = xi[c] - xj[c];
+        acc += r * r;
+    }
+    acc = block_sum(acc, red);
+    if (threadIdx.x == 0) partials[(long long)pair * gridDim.x + blockIdx.x] = acc;
+}
+
+/* The Stein direction of every particle l, one thread per column c (docs/algorithms.md 2.3):
+   phi[l, c] = c_att * sum_i K[i, l] g[i, c] + c_rep * (sum_i W[i, l] x[i, c] - s[l] x[l, c]),
+   coef = K (m x m), W = dK/dx weights (m x m), s[l] = sum_i W[i, l]; a zero kernel weight is
+   skipped, as on the host. partials[block] = the block's sum of phi^2 (the step's loss). */
+extern "C" __global__ void stein_direction(const double *x, const double *g, const double *coef,
+                                           int m, int p, double c_att, double c_rep,
+                                           double *phi, double *partials) {
+    extern __shared__ double red[];
+    long long c = (long long)blockIdx.x * blockDim.x + threadIdx.x;
+    const double *kw = coef, *w = coef + (long long)m * m, *s = coef + 2LL * m * m;
+    double sq = 0.0;
+    if (c < p) {
+        for (int l = 0; l < m; ++l) {
+            double a = 0.0, r = 0.0;
+            for (int i = 0; i < m; ++i) {
+                double k = kw[i * m + l];
+                if (k != 0.0) a += k * g[(long long)i * p + c];
+                r += w[i * m + l] * x[(long long)i * p + c];
+            }
+            if (s[l] != 0.0) r -= s[l] * x[(long long)l * p + c];
+            double v = c_att * a + c_rep * r;
+            phi[(long long)l * p + c] = v;
+            sq += v * v;
+        }
+    }
+    sq = block_sum(sq, red);
+    if (threadIdx.x == 0) partials[blockIdx.x] = sq;
+}
+
+/* One optimizer step on the particles x along g = -phi (phi is the ascent direction), then
+   out32 = (float)x for the next step's network. kind 0: NumPyro's Adagrad (a = sum g^2,
+   b = momentum; h0 = lr, h1 = momentum); kind 1: Adam (a = m, b = v; h0 = lr / (1 - b1^t),
+   h1 = b1, h2 = b2, h3 = 1 / sqrt(1 - b2^t), h4 = eps); kind 2: SGD (h0 = lr). */
+extern "C" __global__ void optimizer_step(int kind, double *x, double *a, double *b,
+                                          const double *phi, long long len, double h0,
+                                          double h1, double h2, double h3, double h4,
+                                          float *out32) {
+    long long t = (long long)blockIdx.x * blockDim.x + threadIdx.x;
+    if (t >= len) return;
+    double g = -phi[t];
+    double xv = x[t];
+    if (kind == 0) {
+        double gs = a[t] + g * g;
+        a[t] = gs;
+        double scaled = gs > 0.0 ? g / sqrt(gs) : 0.0;
+        double n = (1.0 - h1) * scaled + h1 * b[t];
+        b[t] = n;
+        xv -= h0 * n;
+    } else if (kind == 1) {
+        double mm = (1.0 - h1) * g + h1 * a[t];
+        double vv = (1.0 - h2) * g * g + h2 * b[t];
+        a[t] = mm;
+        b[t] = vv;
+        xv -= h0 * mm / (sqrt(vv) * h3 + h4);
+    } else {
+        xv -= h0 * g;
+    }
+    x[t] = xv;
+    out32[t] = (float)xv;
+}
 "#;
 
 /// The kernels [`SOURCE`] defines, in the order of the backend's `Kernel` enum (`context.rs`).
-pub const KERNEL_NAMES: [&str; 14] = [
+pub const KERNEL_NAMES: [&str; 19] = [
     "sample_rows",
     "guide_coeffs",
     "sample_theta",
@@ -346,6 +457,11 @@ pub const KERNEL_NAMES: [&str; 14] = [
     "gauss_head",
     "softmax_head",
     "prior_finish",
+    "to_f32",
+    "pair_sq_partials",
+    "stein_direction",
+    "optimizer_step",
+    "pullback_finish",
 ];
 
 /// Threads per block of the elementwise kernels.

@@ -30,6 +30,10 @@ pub mod philox;
 #[cfg(feature = "cuda")]
 mod products;
 #[cfg(feature = "cuda")]
+mod profile;
+#[cfg(feature = "cuda")]
+mod resident;
+#[cfg(feature = "cuda")]
 mod step;
 #[cfg(all(test, feature = "cuda"))]
 mod tests;
@@ -40,6 +44,8 @@ pub use context::{compile_kernels, driver_present, nvrtc_present, Gpu};
 pub use engine::CudaSteinVi;
 #[cfg(feature = "cuda")]
 pub use error::CudaError;
+#[cfg(feature = "cuda")]
+pub use profile::PhaseTime;
 #[cfg(feature = "cuda")]
 pub use step::{CudaStep, StepOutput, StepRows};
 

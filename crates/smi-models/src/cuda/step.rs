@@ -48,25 +48,29 @@ pub struct StepOutput {
 }
 
 /// Device buffers of a step of m particles and K draws.
-struct Buffers {
-    m: usize,
-    k: usize,
-    parts: CudaSlice<f32>,
-    sigma: CudaSlice<f32>,
-    inv_var: CudaSlice<f32>,
-    log_sigma: CudaSlice<f32>,
-    eps: CudaSlice<f32>,
-    theta: CudaSlice<f32>,
-    grad: CudaSlice<f32>,
-    logp: CudaSlice<f64>,
-    logq: CudaSlice<f64>,
-    comp: CudaSlice<f64>,
-    resp: CudaSlice<f32>,
-    ghat: CudaSlice<f64>,
+pub(super) struct Buffers {
+    pub(super) m: usize,
+    pub(super) k: usize,
+    pub(super) parts: CudaSlice<f32>,
+    pub(super) sigma: CudaSlice<f32>,
+    pub(super) inv_var: CudaSlice<f32>,
+    pub(super) log_sigma: CudaSlice<f32>,
+    pub(super) eps: CudaSlice<f32>,
+    pub(super) theta: CudaSlice<f32>,
+    pub(super) grad: CudaSlice<f32>,
+    pub(super) logp: CudaSlice<f64>,
+    pub(super) logq: CudaSlice<f64>,
+    pub(super) comp: CudaSlice<f64>,
+    pub(super) resp: CudaSlice<f32>,
+    pub(super) ghat: CudaSlice<f64>,
+    /// Draw groups of the pull-back ([`pullback_groups`]).
+    pub(super) groups: usize,
+    /// The pull-back's per-group sums (groups×m×2d).
+    pub(super) part: CudaSlice<f64>,
     /// The particles in `f32`, staged in page-locked memory for the copy up (m×2d).
-    host_parts: PinnedHostSlice<f32>,
+    pub(super) host_parts: PinnedHostSlice<f32>,
     /// ĝ staged in page-locked memory for the copy down (m×2d).
-    host_ghat: PinnedHostSlice<f64>,
+    pub(super) host_ghat: PinnedHostSlice<f64>,
 }
 
 /// The rows buffer and what it holds (so the full-data rows are uploaded once).
@@ -78,10 +82,14 @@ struct RowBuffer {
 
 /// The device side of an SMI step on a built-in BNN; see the module documentation.
 pub struct CudaStep {
-    gpu: Gpu,
-    net: Net,
-    buffers: Option<Buffers>,
+    pub(super) gpu: Gpu,
+    pub(super) net: Net,
+    pub(super) buffers: Option<Buffers>,
     rows: Option<RowBuffer>,
+    /// The particles and optimizer state kept on the device (`resident.rs`).
+    pub(super) resident: Option<super::resident::Resident>,
+    /// Per-phase times when profiling is on.
+    pub(super) profiler: super::profile::Profiler,
 }
 
 impl std::fmt::Debug for CudaStep {
@@ -120,6 +128,8 @@ impl CudaStep {
             net,
             buffers: None,
             rows: None,
+            resident: None,
+            profiler: Default::default(),
         }
     }
 
@@ -159,9 +169,8 @@ impl CudaStep {
         let m = particles.rows();
         let k = m * draws;
         self.buffers(m, k)?;
-        let (n, scale) = self.rows(k, rows)?;
-        let (gpu, net) = (&self.gpu, &mut self.net);
-        let (Some(b), Some(rb)) = (self.buffers.as_mut(), self.rows.as_ref()) else {
+        let (gpu, b) = (&self.gpu, self.buffers.as_mut());
+        let Some(b) = b else {
             return Err(CudaError::Unsupported("internal: no step buffers".into()).into());
         };
         // the copies go through page-locked buffers (from pageable memory the driver stages
@@ -175,6 +184,65 @@ impl CudaStep {
         gpu.stream()
             .memcpy_htod(&b.host_parts, &mut b.parts)
             .ctx("copying the particles to the GPU")?;
+        self.device_pass(m, draws, noise_seed, rows, jacobian, tau)?;
+        let (gpu, b) = (&self.gpu, self.buffers.as_mut());
+        let Some(b) = b else {
+            return Err(CudaError::Unsupported("internal: no step buffers".into()).into());
+        };
+        let mut logp = vec![0.0; k];
+        let mut logq = vec![0.0; k];
+        let stream = gpu.stream();
+        stream
+            .memcpy_dtoh(&b.ghat, &mut b.host_ghat)
+            .ctx("copying ĝ from the GPU")?;
+        stream
+            .memcpy_dtoh(&b.logp.slice(..k), &mut logp)
+            .ctx("copying log p from the GPU")?;
+        stream
+            .memcpy_dtoh(&b.logq.slice(..k), &mut logq)
+            .ctx("copying log q from the GPU")?;
+        gpu.synchronize()?;
+        self.profiler.phase(&self.gpu, "copies to the host")?;
+        let Some(b) = self.buffers.as_mut() else {
+            return Err(CudaError::Unsupported("internal: no step buffers".into()).into());
+        };
+        let ghat = b
+            .host_ghat
+            .as_slice()
+            .ctx("waiting for ĝ's copy from the GPU")?
+            .to_vec();
+        Ok(StepOutput {
+            ghat: Matrix::from_vec(m, 2 * d, ghat)?,
+            logp,
+            logq,
+        })
+    }
+
+    /// The device part of a step on the `f32` particles already in the step buffers (m rows,
+    /// K = m·`draws` draws): ε, θ, the network on the rows, log q_mix and ĝ into the buffers
+    /// (`ghat`, `logp`, `logq`); queued on the stream, not waited for.
+    ///
+    /// # Errors
+    /// As [`CudaStep::run`].
+    pub(super) fn device_pass(
+        &mut self,
+        m: usize,
+        draws: usize,
+        noise_seed: u64,
+        rows: StepRows<'_>,
+        jacobian: bool,
+        tau: f64,
+    ) -> Result<()> {
+        let d = self.net.dim();
+        let k = m * draws;
+        self.buffers(m, k)?;
+        self.profiler.start(&self.gpu)?;
+        let (n, scale) = self.rows(k, rows)?;
+        self.profiler.phase(&self.gpu, "rows")?;
+        let (gpu, net, prof) = (&self.gpu, &mut self.net, &mut self.profiler);
+        let (Some(b), Some(rb)) = (self.buffers.as_mut(), self.rows.as_ref()) else {
+            return Err(CudaError::Unsupported("internal: no step buffers".into()).into());
+        };
         let (mm, dd, kk, ss) = (int(m, "m")?, int(d, "d")?, int(k, "K")?, int(draws, "S")?);
         let mut l = gpu.launch(Kernel::GuideCoeffs);
         l.arg(&b.parts)
@@ -196,6 +264,7 @@ impl CudaStep {
             .arg(&mut b.theta);
         // SAFETY: eps and theta hold K×d values; draw k reads particle k / S < m.
         unsafe { l.launch(grid(k * d)?) }.ctx("sample_theta")?;
+        prof.phase(gpu, "noise and θ")?;
         net.log_density_and_grad(
             gpu,
             &b.theta,
@@ -207,6 +276,7 @@ impl CudaStep {
             &mut b.grad,
             &mut b.logp,
         )?;
+        prof.phase(gpu, "network")?;
         let cfg = LaunchConfig {
             grid_dim: (
                 u32::try_from(kk).unwrap_or(1),
@@ -234,6 +304,8 @@ impl CudaStep {
             .arg(&mut b.resp);
         // SAFETY: one thread per draw over its m components.
         unsafe { l.launch(grid(k)?) }.ctx("mix_responsibilities")?;
+        prof.phase(gpu, "mixture density")?;
+        let groups = int(b.groups, "draw groups")?;
         let mut l = gpu.launch(Kernel::Pullback);
         l.arg(&b.theta)
             .arg(&b.eps)
@@ -245,32 +317,42 @@ impl CudaStep {
             .arg(&ss)
             .arg(&dd)
             .arg(&tau)
+            .arg(&groups)
+            .arg(&mut b.part);
+        // SAFETY: one thread per (draw group, particle, coordinate); part holds groups×m×2d
+        // values.
+        unsafe { l.launch(grid(b.groups * m * d)?) }.ctx("pullback")?;
+        let mut l = gpu.launch(Kernel::PullbackFinish);
+        l.arg(&b.part)
+            .arg(&b.parts)
+            .arg(&mm)
+            .arg(&ss)
+            .arg(&dd)
+            .arg(&groups)
             .arg(&mut b.ghat);
         // SAFETY: one thread per (particle, coordinate); ghat holds m×2d values.
-        unsafe { l.launch(grid(m * d)?) }.ctx("pullback")?;
-        let mut logp = vec![0.0; k];
-        let mut logq = vec![0.0; k];
-        let stream = gpu.stream();
-        stream
-            .memcpy_dtoh(&b.ghat, &mut b.host_ghat)
-            .ctx("copying ĝ from the GPU")?;
-        stream
-            .memcpy_dtoh(&b.logp.slice(..k), &mut logp)
-            .ctx("copying log p from the GPU")?;
-        stream
-            .memcpy_dtoh(&b.logq.slice(..k), &mut logq)
-            .ctx("copying log q from the GPU")?;
-        gpu.synchronize()?;
-        let ghat = b
-            .host_ghat
-            .as_slice()
-            .ctx("waiting for ĝ's copy from the GPU")?
-            .to_vec();
-        Ok(StepOutput {
-            ghat: Matrix::from_vec(m, 2 * d, ghat)?,
-            logp,
-            logq,
-        })
+        unsafe { l.launch(grid(m * d)?) }.ctx("pullback_finish")?;
+        prof.phase(gpu, "pull-back")?;
+        Ok(())
+    }
+
+    /// Switches the per-phase clock on (clearing earlier times) or off; on, every phase waits
+    /// for the GPU, so steps run slower.
+    pub fn set_profiling(&mut self, on: bool) {
+        self.profiler.set(on);
+    }
+
+    /// The mean time of each phase of the steps since profiling was switched on.
+    pub fn profile(&self) -> Vec<super::profile::PhaseTime> {
+        self.profiler.report()
+    }
+
+    /// Ends a phase of host work or of queued GPU work (see [`CudaStep::set_profiling`]).
+    ///
+    /// # Errors
+    /// A failed wait for the GPU.
+    pub(crate) fn profile_phase(&mut self, name: &'static str) -> Result<()> {
+        self.profiler.phase(&self.gpu, name)
     }
 
     /// The noise ε (K×d) of the last [`CudaStep::run`] (for tests and diagnostics: a K×d copy).
@@ -306,12 +388,13 @@ impl CudaStep {
             .collect())
     }
 
-    fn buffers(&mut self, m: usize, k: usize) -> Result<()> {
+    pub(super) fn buffers(&mut self, m: usize, k: usize) -> Result<()> {
         if self.buffers.as_ref().is_some_and(|b| b.m == m && b.k == k) {
             return Ok(());
         }
         self.buffers = None;
         let (g, d) = (&self.gpu, self.net.dim());
+        let groups = pullback_groups(m, d, k / m.max(1));
         self.buffers = Some(Buffers {
             m,
             k,
@@ -327,6 +410,8 @@ impl CudaStep {
             comp: zeros(g, k * m, "the mixture components")?,
             resp: zeros(g, k * m, "the responsibilities")?,
             ghat: zeros(g, m * 2 * d, "ĝ")?,
+            groups,
+            part: zeros(g, groups * m * 2 * d, "the pull-back's partial sums")?,
             host_parts: g.pinned_upload(m * 2 * d, "the particles")?,
             host_ghat: g.pinned_download(m * 2 * d, "ĝ")?,
         });
@@ -427,4 +512,15 @@ fn to_f32(src: &[f64], dst: &mut [f32]) {
                 *d = s as f32;
             }
         });
+}
+
+/// Threads the pull-back aims for (H100/H200: 132 streaming multiprocessors × 2 048 resident
+/// threads ≈ 270 000; half of that keeps them busy).
+const PULLBACK_THREADS: usize = 1 << 17;
+
+/// Draw groups of the pull-back for m particles of d coordinates and S draws each: enough
+/// groups that groups·m·d reaches [`PULLBACK_THREADS`], at most S (boston: m·d = 13 260,
+/// 10 groups of 10 draws; MNIST: m·d = 397 550, one group).
+pub(super) fn pullback_groups(m: usize, d: usize, s: usize) -> usize {
+    PULLBACK_THREADS.div_ceil((m * d).max(1)).clamp(1, s.max(1))
 }

@@ -317,3 +317,291 @@ fn a_short_smi_fit_on_the_gpu_agrees_with_the_cpu_fit() {
     let (a, b) = (rmse(&cpu_fit.state), rmse(&gpu_fit.state));
     assert!((a - b).abs() <= 0.15 * a, "training RMSE: CPU {a}, GPU {b}");
 }
+
+/// The device's `stein_direction` written out on the host, line for line as the CUDA C
+/// (`kernels.rs`): φ (m×p) and Σφ².
+fn direction_as_the_device(
+    x: &Matrix,
+    g: &Matrix,
+    coef: &[f64],
+    c_att: f64,
+    c_rep: f64,
+) -> (Vec<f64>, f64) {
+    let (m, p) = (x.rows(), x.cols());
+    let (kw, w, s) = (&coef[..m * m], &coef[m * m..2 * m * m], &coef[2 * m * m..]);
+    let mut phi = vec![0.0; m * p];
+    let mut sq = 0.0;
+    for c in 0..p {
+        for l in 0..m {
+            let (mut a, mut r) = (0.0, 0.0);
+            for i in 0..m {
+                let k = kw[i * m + l];
+                if k != 0.0 {
+                    a += k * g.get(i, c);
+                }
+                r += w[i * m + l] * x.get(i, c);
+            }
+            if s[l] != 0.0 {
+                r -= s[l] * x.get(l, c);
+            }
+            let v = c_att * a + c_rep * r;
+            phi[l * p + c] = v;
+            sq += v * v;
+        }
+    }
+    (phi, sq)
+}
+
+#[test]
+fn the_device_update_is_the_cores_rbf_direction() {
+    // the coefficients the host hands the device, and the device's arithmetic (on the host),
+    // give the core's φ = c_att·Σ_i k(x_i, x_ℓ) g_i + c_rep·Σ_i ∇k(x_i, x_ℓ) for the RBF
+    // kernel in norm mode, for both attraction norms and a tempered repulsion; only the order
+    // of f64 sums differs (the core's repulsion is a GEMM), hence the 1e-12 relative bound
+    use smi::kernel::{BandwidthFactor, RbfKernel};
+    let mut rng = ChaCha8Rng::seed_from_u64(3);
+    for (m, p) in [(2, 7), (5, 40), (9, 3)] {
+        let x = Matrix::from_fn(m, p, |_, _| rng.random_range(-2.0..2.0));
+        let g = Matrix::from_fn(m, p, |_, _| rng.random_range(-5.0..5.0));
+        let kernel = RbfKernel::default();
+        let gram = smi::kernel::Kernel::compute(&kernel, &x, &smi::Layout::flat(p)).unwrap();
+        let sq = smi::kernel::squared_distances(&x);
+        let coef = super::resident::rbf_coefficients(&sq, BandwidthFactor::default());
+        for (c_att, c_rep) in [(1.0 / m as f64, 1.0 / m as f64), (1.0, 0.5 / m as f64)] {
+            let want = gram.weights.direction(&g, c_att, &gram.repulsion, c_rep);
+            let (got, sq_sum) = direction_as_the_device(&x, &g, &coef, c_att, c_rep);
+            let scale = want.as_slice().iter().fold(1.0_f64, |a, v| a.max(v.abs()));
+            for (i, (a, b)) in got.iter().zip(want.as_slice()).enumerate() {
+                assert!(
+                    (a - b).abs() <= 1e-12 * scale,
+                    "m={m} p={p} φ[{i}]: {a} vs {b}"
+                );
+            }
+            let norm = want.frobenius_norm();
+            assert!((sq_sum.sqrt() - norm).abs() <= 1e-12 * norm.max(1.0));
+        }
+    }
+}
+
+#[test]
+fn the_device_optimizer_steps_are_the_cores() {
+    // `optimizer_step` of kernels.rs on the host (its three branches, with the scalars
+    // OptimizerCall::prepare passes), against the core's OptimizerState::step_with_lr on the
+    // ascent direction φ (the core steps along −φ); three steps each, same operations per
+    // coordinate up to FMA contraction, hence 1e-13
+    let mut rng = ChaCha8Rng::seed_from_u64(4);
+    let n = 11;
+    for settings in [
+        OptimizerSettings::adagrad(0.05),
+        OptimizerSettings::adam(0.01),
+        OptimizerSettings::sgd(0.1),
+    ] {
+        let mut core_state = settings.init(n);
+        let mut dev_state = settings.init(n);
+        let mut core_x: Vec<f64> = (0..n).map(|_| rng.random_range(-1.0..1.0)).collect();
+        let mut dev_x = core_x.clone();
+        let (mut a, mut b) = (vec![0.0; n], vec![0.0; n]);
+        for t in 0..3 {
+            let phi: Vec<f64> = (0..n).map(|_| rng.random_range(-3.0..3.0)).collect();
+            let lr = settings.lr() * (1.0 + 0.1 * t as f64);
+            let neg: Vec<f64> = phi.iter().map(|v| -v).collect();
+            core_state
+                .step_with_lr(&settings, lr, &mut core_x, &neg)
+                .unwrap();
+            let call =
+                super::resident::OptimizerCall::prepare(&settings, lr, &mut dev_state).unwrap();
+            let (kind, h) = call.parts();
+            for i in 0..n {
+                let g = -phi[i];
+                if kind == 0 {
+                    let gs = a[i] + g * g;
+                    a[i] = gs;
+                    let scaled = if gs > 0.0 { g / gs.sqrt() } else { 0.0 };
+                    let nn = (1.0 - h[1]) * scaled + h[1] * b[i];
+                    b[i] = nn;
+                    dev_x[i] -= h[0] * nn;
+                } else if kind == 1 {
+                    let mm = (1.0 - h[1]) * g + h[1] * a[i];
+                    let vv = (1.0 - h[2]) * g * g + h[2] * b[i];
+                    a[i] = mm;
+                    b[i] = vv;
+                    dev_x[i] -= h[0] * mm / (vv.sqrt() * h[3] + h[4]);
+                } else {
+                    dev_x[i] -= h[0] * g;
+                }
+            }
+        }
+        for (i, (u, v)) in dev_x.iter().zip(&core_x).enumerate() {
+            assert!((u - v).abs() <= 1e-13, "{settings:?} x[{i}]: {u} vs {v}");
+        }
+        // the buffers the kernel keeps are the core's; Adam's step count stays on the host
+        let (ca, cb): (&[f64], &[f64]) = match &core_state {
+            smi::OptimizerState::Adagrad(s) => (&s.g_sq, &s.n),
+            smi::OptimizerState::Adam(s) => (&s.m, &s.v),
+            smi::OptimizerState::Sgd(_) => (&[], &[]),
+        };
+        for (u, v) in a.iter().zip(ca).chain(b.iter().zip(cb)) {
+            assert!(
+                (u - v).abs() <= 1e-13 * v.abs().max(1.0),
+                "{settings:?}: {u} vs {v}"
+            );
+        }
+        if let (smi::OptimizerState::Adam(d), smi::OptimizerState::Adam(c)) =
+            (&dev_state, &core_state)
+        {
+            assert_eq!(d.t, c.t);
+        }
+    }
+}
+
+/// Runs `steps` steps of `engine` by hand from `state`, then syncs; returns the state and
+/// the step infos.
+fn steps_then_sync(
+    engine: &CudaSteinVi<'_>,
+    mut state: smi::State,
+    steps: usize,
+) -> (smi::State, Vec<smi::StepInfo>) {
+    let infos = (0..steps)
+        .map(|_| engine.step(&mut state, None).unwrap())
+        .collect();
+    engine.sync(&mut state).unwrap();
+    (state, infos)
+}
+
+#[test]
+#[ignore = "needs an NVIDIA GPU: run with --ignored on a GPU machine (dev/gpu/run.sh)"]
+fn particles_on_the_device_take_the_host_updates_steps() {
+    // the same engine with the update on the device and on the host: the same seeds, the same
+    // ĝ on the device; the kernel, φ and the optimizer in f64 on either side (FMA contraction
+    // and the order of sums differ, and a particle whose f64 values differ in the last bits
+    // can round to another f32 for the network: 1e-6 absolute over 6 steps of lr ≤ 0.05)
+    let model = uci_model(455, 7);
+    for optimizer in [
+        OptimizerSettings::adagrad(0.05),
+        OptimizerSettings::adam(0.01),
+    ] {
+        let mut st = smi_settings(5, 4, Some(100));
+        st.optimizer = optimizer;
+        let dev = CudaSteinVi::regression(&model, st.clone(), 0).unwrap();
+        assert!(dev.keeps_particles_on_device());
+        let host = CudaSteinVi::regression(&model, st, 0)
+            .unwrap()
+            .with_host_update();
+        assert!(!host.keeps_particles_on_device());
+        let start = dev.init().unwrap();
+        let (a, ia) = steps_then_sync(&dev, start.clone(), 6);
+        let (b, ib) = steps_then_sync(&host, start, 6);
+        assert_eq!((a.step, a.skipped_steps), (b.step, b.skipped_steps));
+        for (u, v) in a.particles.as_slice().iter().zip(b.particles.as_slice()) {
+            assert!((u - v).abs() <= 1e-6, "particle value {u} vs {v}");
+        }
+        for (x, y) in ia.iter().zip(&ib) {
+            assert!(
+                (x.loss - y.loss).abs() <= 1e-6 * y.loss.abs().max(1.0),
+                "{x:?} vs {y:?}"
+            );
+            assert!(
+                (x.elbo - y.elbo).abs() <= 1e-6 * y.elbo.abs().max(1.0),
+                "{x:?} vs {y:?}"
+            );
+        }
+        // the optimizer's buffers came back from the device with the particles
+        let buffers = |s: &smi::OptimizerState| match s {
+            smi::OptimizerState::Adagrad(s) => [s.g_sq.clone(), s.n.clone()],
+            smi::OptimizerState::Adam(s) => [s.m.clone(), s.v.clone()],
+            smi::OptimizerState::Sgd(_) => [vec![], vec![]],
+        };
+        for (u, v) in buffers(&a.optimizer).iter().zip(&buffers(&b.optimizer)) {
+            assert_eq!(u.len(), v.len());
+            for (x, y) in u.iter().zip(v) {
+                assert!(
+                    (x - y).abs() <= 1e-6 * y.abs().max(1.0),
+                    "optimizer buffer {x} vs {y}"
+                );
+            }
+        }
+    }
+}
+
+#[test]
+#[ignore = "needs an NVIDIA GPU: run with --ignored on a GPU machine (dev/gpu/run.sh)"]
+fn a_run_with_checkpoints_and_a_state_edited_after_sync_stay_right() {
+    // run() syncs at each checkpoint and at the end: a 20-step run saved every 7 steps ends
+    // where 20 hand-made steps and one sync end; the posterior read without a sync is the
+    // synced one; a state edited after a sync is uploaded by the next step (the edit counts)
+    let dir = std::env::temp_dir().join(format!("smi-cuda-resident-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let model = mnist_model(600, 8);
+    let st = smi_settings(3, 2, None);
+    let engine = CudaSteinVi::classifier(&model, st, 0).unwrap();
+    let shared: Vec<usize> = (0..64).collect();
+    let start = engine.init().unwrap();
+    let mut by_hand = start.clone();
+    for _ in 0..20 {
+        engine.step(&mut by_hand, Some(&shared)).unwrap();
+    }
+    let unsynced = engine.posterior(&by_hand);
+    engine.sync(&mut by_hand).unwrap();
+    let synced = engine.posterior(&by_hand);
+    assert_eq!(unsynced.particles(), synced.particles());
+    let settings = RunSettings {
+        checkpoint: Some(dir.join("state.json")),
+        checkpoint_every: 7,
+        rows: smi::RowSource::Epochs(smi::Epochs {
+            num_rows: 600,
+            batch_size: 64,
+            max_steps_per_epoch: None,
+            seed: 1,
+        }),
+        ..RunSettings::steps(20)
+    };
+    let ran = run(&engine, start, &settings, &mut NoObserver).unwrap();
+    let diff = ran
+        .state
+        .particles
+        .as_slice()
+        .iter()
+        .zip(by_hand.particles.as_slice())
+        .fold(0.0_f64, |a, (u, v)| a.max((u - v).abs()));
+    // the epoch rows are a shuffle, not `shared`: the runs differ; both must have moved the
+    // same state the same number of steps and be finite
+    assert_eq!(ran.state.step, 20);
+    assert!(ran.state.particles.is_finite() && diff.is_finite());
+    let saved = engine.load_state(&dir.join("state.json")).unwrap();
+    assert_eq!(saved.particles, ran.state.particles);
+    // an edit after a sync is what the next step starts from
+    let mut edited = by_hand.clone();
+    edited
+        .particles
+        .as_mut_slice()
+        .iter_mut()
+        .for_each(|v| *v = 0.0);
+    let mut control = edited.clone();
+    engine.step(&mut edited, Some(&shared)).unwrap();
+    engine.sync(&mut edited).unwrap();
+    let host = CudaSteinVi::classifier(&model, smi_settings(3, 2, None), 0)
+        .unwrap()
+        .with_host_update();
+    host.step(&mut control, Some(&shared)).unwrap();
+    for (u, v) in edited
+        .particles
+        .as_slice()
+        .iter()
+        .zip(control.particles.as_slice())
+    {
+        assert!((u - v).abs() <= 1e-6, "{u} vs {v}");
+    }
+    std::fs::remove_dir_all(&dir).ok();
+}
+
+#[test]
+fn the_pull_back_splits_draws_into_groups_only_when_the_gpu_would_idle() {
+    use super::step::pullback_groups;
+    // boston (d = 2 652, m = 5, S = 100): 13 260 threads alone, so 10 groups of 10 draws
+    assert_eq!(pullback_groups(5, 2652, 100), 10);
+    // MNIST one layer (d = 79 510): already 397 550 threads
+    assert_eq!(pullback_groups(5, 79_510, 55), 1);
+    // never more groups than draws, never none
+    assert_eq!(pullback_groups(1, 10, 3), 3);
+    assert_eq!(pullback_groups(0, 0, 0), 1);
+}

@@ -112,6 +112,24 @@ pub trait Engine: Sync {
     /// with the same fingerprint.
     fn fingerprint(&self) -> String;
 
+    /// Brings into `state` what the engine keeps elsewhere between steps, and hands the
+    /// state back to the host.
+    ///
+    /// An engine may keep the particles and the optimizer's buffers on a device between
+    /// [`Engine::step`] calls (the CUDA engine of `smi-models` does), so that nothing of size
+    /// m×p crosses to the host per step; `state.particles` and `state.optimizer` are then
+    /// those of the last sync. [`run`] calls this before every checkpoint, every epoch's end
+    /// and at the end, so its observers and its result see the current state. A caller that
+    /// steps by hand calls it before reading or editing the state (a state edited after a
+    /// sync is uploaded again by the next step). The default does nothing: the CPU engines
+    /// keep everything in `state`.
+    ///
+    /// # Errors
+    /// A failed copy from the device.
+    fn sync(&self, _state: &mut State) -> Result<()> {
+        Ok(())
+    }
+
     /// Loads a checkpoint written by a run of this engine.
     ///
     /// The built-in engines also check that the state fits them (particle shape, optimizer

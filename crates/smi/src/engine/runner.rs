@@ -299,6 +299,7 @@ pub fn run<E: Engine + ?Sized>(
         if let Some(path) = &settings.checkpoint {
             if settings.checkpoint_every > 0 && state.step.is_multiple_of(settings.checkpoint_every)
             {
+                engine.sync(&mut state)?;
                 state.save(path)?;
                 saved_at = Some(state.step);
             }
@@ -311,6 +312,7 @@ pub fn run<E: Engine + ?Sized>(
                 } else {
                     f64::NAN
                 };
+                engine.sync(&mut state)?;
                 observer.on_epoch_end(&EpochEnd {
                     epoch: state.step / spe,
                     steps_per_epoch: spe,
@@ -321,6 +323,7 @@ pub fn run<E: Engine + ?Sized>(
             }
         }
     }
+    engine.sync(&mut state)?;
     let mut reason = None;
     if let Some((verdict, why)) = state.elbo_track.verdict(engine.elbo_checks()) {
         termination = verdict;
