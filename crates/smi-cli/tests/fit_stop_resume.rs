@@ -40,8 +40,8 @@ fn max_time_stops_and_resume_continues_the_same_fit() {
     ok(&fit_args(&train, &whole, opts));
     assert!(checkpoint(&whole).iter().all(|c| !c.exists()));
 
-    // --max-time 0: the deadline has passed when training starts, so it stops after the
-    // first stretch of one step.
+    // --max-time 0: the deadline has passed when training starts, so its observer stops the
+    // run after the first step.
     let part = dir.join("part.smi");
     let stopped = format!("{opts} --max-time 0");
     let err = ok(&fit_args(&train, &part, &stopped));

@@ -38,6 +38,7 @@
 //! elsewhere;
 //! `SMI_REQUIRE_DATA=1` turns missing data into a build error.
 #![deny(missing_docs)]
+#![forbid(unsafe_code)]
 #![cfg_attr(
     not(test),
     deny(clippy::unwrap_used, clippy::expect_used, clippy::panic)

@@ -10,6 +10,7 @@
 //! sharing an output folder split the work), [`limits`] (up-front size checks), [`progress`]
 //! (progress bars), [`tables`] (Markdown), [`plot`] (fonts and figure helpers), and
 //! [`mod@bench`] (the benchmark cases of `smi bench`).
+#![forbid(unsafe_code)]
 
 pub mod bench;
 pub mod cpu_time;

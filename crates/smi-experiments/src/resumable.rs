@@ -163,6 +163,10 @@ impl Observer for Saver<'_> {
         }
     }
 
+    fn control(&mut self, step: u64) -> smi::Control {
+        self.inner.control(step)
+    }
+
     fn on_finish(&mut self) {
         self.inner.on_finish();
     }

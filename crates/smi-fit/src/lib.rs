@@ -11,6 +11,7 @@
 //! `inspect` ([`inspect`]) describes a model.
 
 #![deny(missing_docs)]
+#![forbid(unsafe_code)]
 
 pub mod calibration;
 pub mod csv_input;

@@ -317,10 +317,10 @@ fn tiny_fit(steps: u64) -> (BnnRegression, UnitSettings) {
     (model, s)
 }
 
-/// Training in stretches, stopping on a signal or a deadline, and resuming take exactly the
+/// Training stopped by its observer on a signal or a deadline, and resumed, takes exactly the
 /// steps of one uninterrupted run (equality: the same arithmetic in the same order).
 #[test]
-fn stretches_stops_and_resumes_leave_the_fit_unchanged() {
+fn stops_and_resumes_leave_the_fit_unchanged() {
     use train::{train, Limits};
     let (model, s) = tiny_fit(12);
     let lr = Some(5e-3);

@@ -1,25 +1,20 @@
-//! The training loop of `smi fit`: the engine of a variational method run in short stretches, so
-//! that a time limit (`--max-time`), Ctrl-C and periodic checkpoints take effect between steps.
-//! The stretches change nothing in the result: every random choice lives in the engine's
-//! [`State`], so a fit run in stretches, or stopped and resumed, takes the same steps as one
-//! run straight through.
+//! The training of `smi fit`: one run of the engine (`smi::run`) whose observer stops it at a
+//! time limit (`--max-time`) or a Ctrl-C and asks for periodic checkpoints, between steps.
+//! Every random choice lives in the engine's [`State`], so a fit stopped and resumed takes the
+//! same steps as one run straight through.
 
 use std::path::Path;
 use std::time::{Duration, Instant};
 
-use anyhow::{Context, Result};
+use anyhow::Result;
 use smi::{
-    Fit, LogDensity, LrDecay, LrSchedule, Method, MethodSettings, Observer, OptimizerSettings,
-    Posterior, Progress, RunSettings, State, Termination,
+    Control, Fit, LogDensity, LrDecay, LrSchedule, Method, MethodSettings, Observer,
+    OptimizerSettings, Posterior, Progress, RunSettings, State,
 };
 use smi_experiments::uci::{fit as fit_method, UnitSettings};
 
 use super::interrupt::Interrupt;
 use super::LrScheduleArg;
-
-/// Seconds one stretch of steps aims at: short enough for a prompt stop, long enough that
-/// starting a stretch costs nothing measurable.
-const STRETCH_SECONDS: f64 = 0.1;
 
 /// Why a training run ended.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -49,8 +44,8 @@ pub struct Limits<'a> {
     pub deadline: Option<Instant>,
     /// Stop at the first step boundary after a Ctrl-C.
     pub interrupt: &'a Interrupt,
-    /// Save the state here every `checkpoint_every` (and never otherwise: saving on a stop is
-    /// the caller's choice).
+    /// Save the state here every `checkpoint_every`, and at the end of the run (finished or
+    /// stopped).
     pub checkpoint: Option<(&'a Path, Duration)>,
     /// Continue from this state instead of a fresh one.
     pub resume: Option<State>,
@@ -64,12 +59,45 @@ pub struct Trained {
     pub stop: Stop,
 }
 
-/// Passes only `on_step` on: the stretches' own starts and finishes are not the fit's.
-struct StepsOnly<'a>(&'a mut dyn Observer);
+/// The fit's observer with the limits: stops the run at the deadline or an interrupt, and
+/// asks for a checkpoint every `every`.
+struct Limited<'a> {
+    inner: &'a mut dyn Observer,
+    deadline: Option<Instant>,
+    interrupt: &'a Interrupt,
+    every: Option<Duration>,
+    saved: Instant,
+    /// Why the run was stopped (`Finished`: it was not).
+    why: Stop,
+}
 
-impl Observer for StepsOnly<'_> {
+impl Observer for Limited<'_> {
+    fn on_start(&mut self, total: u64) {
+        self.inner.on_start(total);
+    }
+
     fn on_step(&mut self, p: &Progress) {
-        self.0.on_step(p);
+        self.inner.on_step(p);
+    }
+
+    fn control(&mut self, step: u64) -> Control {
+        if self.interrupt.raised() {
+            self.why = Stop::Interrupted;
+            return Control::Stop;
+        }
+        if self.deadline.is_some_and(|d| Instant::now() >= d) {
+            self.why = Stop::TimeLimit;
+            return Control::Stop;
+        }
+        if self.every.is_some_and(|e| self.saved.elapsed() >= e) {
+            self.saved = Instant::now();
+            return Control::Checkpoint;
+        }
+        self.inner.control(step)
+    }
+
+    fn on_finish(&mut self) {
+        self.inner.on_finish();
     }
 }
 
@@ -127,8 +155,12 @@ pub fn train(
         });
     }
     let engine = method_settings(method, lr, s, seed, schedule)?.build(model)?;
-    let run = s.run_settings(method);
-    let mut state = match limits.resume.take() {
+    let run = RunSettings {
+        checkpoint: limits.checkpoint.map(|(path, _)| path.to_path_buf()),
+        checkpoint_every: 0,
+        ..s.run_settings(method)
+    };
+    let state = match limits.resume.take() {
         Some(state) => {
             anyhow::ensure!(
                 state.fingerprint == engine.fingerprint(),
@@ -142,52 +174,22 @@ pub fn train(
         None => engine.init()?,
     };
     let start = Instant::now();
-    let mut saved = Instant::now();
-    let (mut losses, mut elbos) = (Vec::new(), Vec::new());
-    let mut termination = Termination::MaxSteps;
-    let (mut reason, mut elbo) = (None, None);
-    let mut stretch = 1u64;
-    let mut steps = StepsOnly(observer);
-    steps.0.on_start(run.max_steps);
-    let stop = loop {
-        if state.step >= run.max_steps {
-            break Stop::Finished;
-        }
-        let (t0, s0) = (Instant::now(), state.step);
-        let part = RunSettings {
-            max_steps: state.step.saturating_add(stretch).min(run.max_steps),
-            ..run.clone()
-        };
-        let r = smi::run(engine.as_ref(), state, &part, &mut steps)?;
-        state = r.state;
-        losses.extend(r.losses);
-        elbos.extend(r.elbos);
-        // The verdict of each stretch stands until the next: the last one is the run's.
-        (termination, reason, elbo) = (r.termination, r.reason, r.elbo);
-        if matches!(
-            r.termination,
-            Termination::Converged | Termination::EarlyStopped
-        ) {
-            break Stop::Finished;
-        }
-        let per_step = t0.elapsed().as_secs_f64() / (state.step - s0).max(1) as f64;
-        stretch = ((STRETCH_SECONDS / per_step.max(1e-9)) as u64).clamp(1, 10_000);
-        if limits.interrupt.raised() {
-            break Stop::Interrupted;
-        }
-        if limits.deadline.is_some_and(|d| Instant::now() >= d) {
-            break Stop::TimeLimit;
-        }
-        if let Some((path, every)) = limits.checkpoint {
-            if saved.elapsed() >= every && state.step < run.max_steps {
-                state
-                    .save(path)
-                    .with_context(|| format!("cannot write the checkpoint {}", path.display()))?;
-                saved = Instant::now();
-            }
-        }
+    let mut limited = Limited {
+        inner: observer,
+        deadline: limits.deadline,
+        interrupt: limits.interrupt,
+        every: limits.checkpoint.map(|(_, every)| every),
+        saved: Instant::now(),
+        why: Stop::Finished,
     };
-    steps.0.on_finish();
+    let r = smi::run(engine.as_ref(), state, &run, &mut limited)?;
+    let stop = if r.stopped {
+        limited.why
+    } else {
+        Stop::Finished
+    };
+    let (state, losses, elbos) = (r.state, r.losses, r.elbos);
+    let (termination, reason, elbo) = (r.termination, r.reason, r.elbo);
     let mixture = engine.posterior(&state);
     // The fit-quality diagnostic (k̂), unless the user interrupted the fit.
     let draws = if matches!(stop, Stop::Interrupted) {

@@ -11,7 +11,7 @@ pub(crate) mod window;
 
 pub use convergence::{ConvergenceSettings, ConvergenceState};
 pub use early_stop::{EarlyStopSettings, EarlyStopState};
-pub use observe::{EpochEnd, LossTrace, NoObserver, Observer, Progress};
+pub use observe::{Control, EpochEnd, LossTrace, NoObserver, Observer, Progress};
 pub use runner::{run, Epochs, RowSource, RunResult, RunSettings, Termination};
 pub use state::{State, CHECKPOINT_FORMAT};
 pub use verdict::{ElboEstimate, ElboTrack};

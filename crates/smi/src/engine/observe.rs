@@ -41,12 +41,34 @@ impl Progress {
     }
 }
 
+/// What an observer asks of a run after a step ([`Observer::control`]).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub enum Control {
+    /// Go on (the default).
+    #[default]
+    Continue,
+    /// Save the state to the run's checkpoint file now ([`crate::RunSettings::checkpoint`];
+    /// nothing without one), then go on: checkpoints on the observer's clock (every few
+    /// minutes, say) rather than every so many steps.
+    Checkpoint,
+    /// End the run after this step (a deadline, an interrupt, the observer's own rule). The run
+    /// ends as at its step budget: the ELBO verdict, and the state saved to the checkpoint
+    /// file if there is one; [`crate::RunResult::stopped`] says it was stopped.
+    Stop,
+}
+
 /// Hooks a run loop calls; every method defaults to doing nothing.
 pub trait Observer {
     /// Before the first step; `total` as in [`Progress::total`].
     fn on_start(&mut self, _total: u64) {}
     /// After each step.
     fn on_step(&mut self, _progress: &Progress) {}
+    /// After each step of a variational run, once its checkpoint and epoch's end are done:
+    /// whether the run goes on, saves its state now, or stops. `step` is the number of steps
+    /// taken so far. The default goes on. (NUTS does not ask.)
+    fn control(&mut self, _step: u64) -> Control {
+        Control::Continue
+    }
     /// After the last step.
     fn on_finish(&mut self) {}
     /// After the last step of an epoch (only under [`crate::RowSource::Epochs`]), after that

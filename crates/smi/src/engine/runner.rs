@@ -11,7 +11,7 @@ use rand_chacha::ChaCha8Rng;
 
 use crate::engine::convergence::ConvergenceSettings;
 use crate::engine::early_stop::EarlyStopSettings;
-use crate::engine::observe::{EpochEnd, Observer, Progress};
+use crate::engine::observe::{Control, EpochEnd, Observer, Progress};
 use crate::engine::state::State;
 use crate::engine::verdict::ElboEstimate;
 use crate::engine::Engine;
@@ -204,6 +204,9 @@ pub struct RunResult {
     pub elbo: Option<ElboEstimate>,
     /// Wall-clock seconds of this call.
     pub seconds: f64,
+    /// Whether an observer stopped the run ([`Control::Stop`]) before its budget and rules
+    /// ended it.
+    pub stopped: bool,
 }
 
 /// Steps `engine` from `state` until `settings.max_steps`, the early-stopping rule, the
@@ -250,7 +253,8 @@ pub fn run<E: Engine + ?Sized>(
     } else if state.convergence.converged && settings.convergence.is_some() {
         termination = Termination::Converged;
     }
-    while termination == Termination::MaxSteps && state.step < settings.max_steps {
+    let mut stopped = false;
+    while !stopped && termination == Termination::MaxSteps && state.step < settings.max_steps {
         let info = match epochs {
             None => engine.step(&mut state, None)?,
             Some(e) => {
@@ -322,6 +326,24 @@ pub fn run<E: Engine + ?Sized>(
                 (epoch_sum, epoch_count) = (0.0, 0);
             }
         }
+        match observer.control(state.step) {
+            Control::Continue => {}
+            Control::Checkpoint => {
+                if let Some(path) = settings
+                    .checkpoint
+                    .as_ref()
+                    .filter(|_| saved_at != Some(state.step))
+                {
+                    engine.sync(&mut state)?;
+                    state.save(path)?;
+                    saved_at = Some(state.step);
+                }
+            }
+            // only an unfinished run counts as stopped
+            Control::Stop => {
+                stopped = termination == Termination::MaxSteps && state.step < settings.max_steps
+            }
+        }
     }
     engine.sync(&mut state)?;
     let mut reason = None;
@@ -344,6 +366,7 @@ pub fn run<E: Engine + ?Sized>(
         reason,
         elbo,
         seconds: start.elapsed().as_secs_f64(),
+        stopped,
     })
 }
 
@@ -378,6 +401,80 @@ mod tests {
             ..epochs(0)
         };
         assert_eq!(capped.steps_per_epoch(), 5);
+    }
+
+    #[test]
+    fn an_observer_stops_a_run_and_asks_for_checkpoints() {
+        // Control::Checkpoint at step 3 saves the state of step 3 (read back at step 4);
+        // Control::Stop at step 7 ends the run there, stopped and saved as any run's end; the
+        // run continued from that state ends where one straight run does; a stop asked at the
+        // budget's last step is no stop
+        let x = Matrix::from_fn(30, 2, |i, j| ((i * 5 + j) % 7) as f64 / 3.0 - 1.0);
+        let y: Vec<f64> = (0..30).map(|i| (i % 4) as f64 / 2.0 - 0.7).collect();
+        let model = BayesLinReg::new(x, y, 0.5, 1.0).unwrap();
+        let engine = Method::Ovi
+            .preset(0)
+            .with_optimizer(OptimizerSettings::adam(0.01))
+            .build(&model)
+            .unwrap();
+        let dir = std::env::temp_dir().join(format!("smi-control-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).unwrap();
+        let path = dir.join("state.json");
+        let settings = RunSettings {
+            checkpoint: Some(path.clone()),
+            ..RunSettings::steps(12)
+        };
+        struct Rule<'a> {
+            engine: &'a dyn Engine,
+            path: &'a std::path::Path,
+            asked: Vec<u64>,
+            saved_at_4: Option<u64>,
+        }
+        impl Observer for Rule<'_> {
+            fn control(&mut self, step: u64) -> Control {
+                self.asked.push(step);
+                if step == 4 {
+                    self.saved_at_4 = self.engine.load_state(self.path).ok().map(|s| s.step);
+                }
+                match step {
+                    3 => Control::Checkpoint,
+                    7 | 12 => Control::Stop,
+                    _ => Control::Continue,
+                }
+            }
+        }
+        let straight = run(
+            engine.as_ref(),
+            engine.init().unwrap(),
+            &RunSettings::steps(12),
+            &mut NoObserver,
+        )
+        .unwrap();
+        assert!(!straight.stopped);
+        let mut rule = Rule {
+            engine: engine.as_ref(),
+            path: &path,
+            asked: Vec::new(),
+            saved_at_4: None,
+        };
+        let first = run(
+            engine.as_ref(),
+            engine.init().unwrap(),
+            &settings,
+            &mut rule,
+        )
+        .unwrap();
+        assert!(first.stopped);
+        assert_eq!(first.state.step, 7);
+        assert_eq!(rule.asked, (1..=7).collect::<Vec<_>>());
+        assert_eq!(rule.saved_at_4, Some(3));
+        let on_disk = engine.load_state(&path).unwrap();
+        assert_eq!(on_disk.step, 7);
+        assert_eq!(on_disk.particles, first.state.particles);
+        let rest = run(engine.as_ref(), first.state, &settings, &mut rule).unwrap();
+        assert!(!rest.stopped, "a stop at the budget's last step is no stop");
+        assert_eq!(rest.state.particles, straight.state.particles);
+        std::fs::remove_dir_all(&dir).ok();
     }
 
     #[test]
