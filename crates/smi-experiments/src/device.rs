@@ -25,6 +25,36 @@ impl<'a> Net<'a> {
     }
 }
 
+/// The device a method's fits run on when SMI's run on `device`: SMI there, every other
+/// method on the CPU (the GPU engine is SMI's).
+pub fn for_method(method: &str, device: Device) -> Device {
+    if method == "smi" {
+        device
+    } else {
+        Device::Cpu
+    }
+}
+
+/// The device of `--device NAME` for a run of `methods` (their names): parsed, built into
+/// this binary, and running nothing but SMI when it is a GPU.
+///
+/// # Errors
+/// An unknown name (the message lists the valid ones); a build without the CUDA backend; a
+/// method other than SMI on a GPU.
+pub fn parse_for<'m>(name: &str, methods: impl IntoIterator<Item = &'m str>) -> Result<Device> {
+    let device: Device = name.parse()?;
+    device.check_built()?;
+    if device != Device::Cpu {
+        if let Some(other) = methods.into_iter().find(|&m| m != "smi") {
+            bail!(
+                "--device {device} runs smi (the GPU engine is SMI's): run {other} with \
+                 --device cpu, or pass --methods smi"
+            );
+        }
+    }
+    Ok(device)
+}
+
 /// Checks before any work that `method` (by name, for the message) with `settings` can run on
 /// `device`: every method on the CPU; on a GPU, SMI with shared gradients in a build with the
 /// `cuda` feature.
@@ -88,71 +118,44 @@ pub fn profile_gpu_steps<'r>(
     rows: &dyn Fn(usize) -> Option<&'r [usize]>,
 ) -> Result<Vec<(String, f64)>> {
     Device::Cuda(ordinal).check_built()?;
-    profile_steps(settings, net, ordinal, host_update, steps, rows)
-}
-
-#[cfg(feature = "cuda")]
-fn profile_steps<'r>(
-    settings: &MethodSettings,
-    net: Net<'_>,
-    ordinal: usize,
-    host_update: bool,
-    steps: usize,
-    rows: &dyn Fn(usize) -> Option<&'r [usize]>,
-) -> Result<Vec<(String, f64)>> {
-    use smi_models::cuda::CudaSteinVi;
-    let MethodSettings::Stein(settings) = settings else {
-        bail!("profiling runs the GPU engine, which is SMI's");
-    };
-    let settings = settings.clone();
-    let engine = match net {
-        Net::Regression(m) => CudaSteinVi::regression(m, settings, ordinal)?,
-        Net::Classifier(m) => CudaSteinVi::classifier(m, settings, ordinal)?,
-    };
-    let engine = if host_update {
-        engine.with_host_update()
-    } else {
-        engine
-    };
-    let mut state = engine.init()?;
-    // two steps untimed: buffers, the first upload and cuBLAS's first calls
-    for t in 0..2 {
-        engine.step(&mut state, rows(t))?;
+    #[cfg(not(feature = "cuda"))]
+    {
+        let _ = (settings, net, host_update, steps, rows);
+        bail!("internal: a CUDA build without the cuda feature")
     }
-    engine.set_profiling(true)?;
-    for t in 2..2 + steps {
-        engine.step(&mut state, rows(t))?;
+    #[cfg(feature = "cuda")]
+    {
+        let engine = cuda_stein(settings, net, ordinal, host_update)?;
+        let mut state = engine.init()?;
+        // two steps untimed: buffers, the first upload and cuBLAS's first calls
+        for t in 0..2 {
+            engine.step(&mut state, rows(t))?;
+        }
+        engine.set_profiling(true)?;
+        for t in 2..2 + steps {
+            engine.step(&mut state, rows(t))?;
+        }
+        let phases = engine.profile()?;
+        engine.set_profiling(false)?;
+        Ok(phases
+            .into_iter()
+            .map(|p| (p.name.to_string(), p.ms))
+            .collect())
     }
-    let phases = engine.profile()?;
-    engine.set_profiling(false)?;
-    Ok(phases
-        .into_iter()
-        .map(|p| (p.name.to_string(), p.ms))
-        .collect())
 }
 
-#[cfg(not(feature = "cuda"))]
-fn profile_steps<'r>(
-    _settings: &MethodSettings,
-    _net: Net<'_>,
-    _ordinal: usize,
-    _host_update: bool,
-    _steps: usize,
-    _rows: &dyn Fn(usize) -> Option<&'r [usize]>,
-) -> Result<Vec<(String, f64)>> {
-    bail!("internal: a CUDA build without the cuda feature")
-}
-
+/// The CUDA engine of `settings` (SMI's) over `net` on device `ordinal`, with the update on
+/// the host when `host_update`.
 #[cfg(feature = "cuda")]
-fn cuda_engine<'a>(
+fn cuda_stein<'a>(
     settings: &MethodSettings,
     net: Net<'a>,
     ordinal: usize,
     host_update: bool,
-) -> Result<Box<dyn Engine + 'a>> {
+) -> Result<smi_models::cuda::CudaSteinVi<'a>> {
     use smi_models::cuda::{CudaError, CudaSteinVi};
     let MethodSettings::Stein(settings) = settings else {
-        bail!("internal: SMI without Stein settings");
+        bail!("the GPU engine runs SMI (Stein settings), not these settings");
     };
     // the CUDA error's own words, without the "model error" of smi::Error::Model
     let plain = |e: smi::Error| match CudaError::of(&e) {
@@ -165,11 +168,21 @@ fn cuda_engine<'a>(
         Net::Classifier(m) => CudaSteinVi::classifier(m, settings, ordinal),
     }
     .map_err(plain)?;
-    Ok(Box::new(if host_update {
+    Ok(if host_update {
         engine.with_host_update()
     } else {
         engine
-    }))
+    })
+}
+
+#[cfg(feature = "cuda")]
+fn cuda_engine<'a>(
+    settings: &MethodSettings,
+    net: Net<'a>,
+    ordinal: usize,
+    host_update: bool,
+) -> Result<Box<dyn Engine + 'a>> {
+    Ok(Box::new(cuda_stein(settings, net, ordinal, host_update)?))
 }
 
 #[cfg(not(feature = "cuda"))]

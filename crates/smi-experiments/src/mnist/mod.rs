@@ -234,17 +234,7 @@ impl Plan {
             Some(s) => parse_methods(s)?,
             None => Method::VARIATIONAL.to_vec(),
         };
-        let device: Device = args.device.parse()?;
-        device.check_built()?;
-        if let Some(other) = methods
-            .iter()
-            .find(|&&m| m != Method::Smi && device != Device::Cpu)
-        {
-            bail!(
-                "--device {device} runs smi (the GPU engine is SMI's): run {other} with \
-                 --device cpu, or pass --methods smi"
-            );
-        }
+        let device = crate::device::parse_for(&args.device, methods.iter().map(|m| m.name()))?;
         let epochs = args.epochs.unwrap_or(if q { 1 } else { 100 });
         if epochs == 0 {
             bail!("--epochs must be at least 1");
@@ -704,11 +694,7 @@ fn run_unit(
         (MethodSettings::Svi(s), _) => s.num_elbo_particles = 1,
         _ => {}
     }
-    let device = if method == Method::Smi {
-        plan.device
-    } else {
-        Device::Cpu
-    };
+    let device = crate::device::for_method(method.name(), plan.device);
     let engine = crate::device::engine_on(
         method.name(),
         &settings,

@@ -457,17 +457,7 @@ pub fn run(args: &Args) -> Result<()> {
                 .unwrap_or(if args.quick { "0" } else { "all" }),
         )?;
     let methods = parse_methods(args.methods.as_deref().unwrap_or("all"))?;
-    let device: Device = args.device.parse()?;
-    device.check_built()?;
-    if let Some(other) = methods
-        .iter()
-        .find(|&&m| m != Method::Smi && device != Device::Cpu)
-    {
-        bail!(
-            "--device {device} runs smi (the GPU engine is SMI's): run {other} with --device \
-             cpu, or pass --methods smi"
-        );
-    }
+    crate::device::parse_for(&args.device, methods.iter().map(|m| m.name()))?;
     let shard = args.shard.as_deref().map(parse_shard).transpose()?;
     if args.jobs == 0 {
         bail!("--jobs must be at least 1");
@@ -942,11 +932,7 @@ fn fit_and_evaluate(
             Some(ckpt) => {
                 let engine_settings = settings.method_settings(method, lr, seed)?;
                 let run = settings.run_settings(method);
-                let device = if method == Method::Smi {
-                    plan.device
-                } else {
-                    Device::Cpu
-                };
+                let device = crate::device::for_method(method.name(), plan.device);
                 let engine = crate::device::engine_on(
                     method.name(),
                     &engine_settings,

@@ -8,7 +8,7 @@ use cudarc::driver::{CudaContext, CudaFunction, CudaStream, LaunchConfig};
 use cudarc::nvrtc::{CompileOptions, Ptx};
 
 use super::error::{CallContext, CudaError};
-use super::kernels::{BLOCK, KERNEL_NAMES, SOURCE};
+use super::kernels::{BLOCK, KERNEL_NAMES, REDUCE_BLOCK, SOURCE};
 use smi::Result;
 
 /// The kernels of `kernels.rs`, by name (the index into [`KERNEL_NAMES`]).
@@ -202,6 +202,26 @@ pub(crate) fn grid(n: usize) -> Result<LaunchConfig> {
         grid_dim: (blocks, 1, 1),
         block_dim: (BLOCK, 1, 1),
         shared_mem_bytes: 0,
+    })
+}
+
+/// One block of [`REDUCE_BLOCK`] threads per (x, y) for the block reductions, with the shared
+/// memory their `block_sum` needs (one `double` per thread).
+///
+/// # Errors
+/// [`CudaError::Unsupported`] when x needs more than 2³¹ − 1 blocks or y more than 65 535.
+pub(crate) fn reduce_grid(x: usize, y: usize) -> Result<LaunchConfig> {
+    let too_many =
+        |what: &str, n: usize| CudaError::Unsupported(format!("{n} {what} in one launch"));
+    let gx = u32::try_from(x.max(1)).map_err(|_| too_many("blocks", x))?;
+    let gy = u32::try_from(y.max(1))
+        .ok()
+        .filter(|&v| v <= 65_535)
+        .ok_or_else(|| too_many("block rows", y))?;
+    Ok(LaunchConfig {
+        grid_dim: (gx, gy, 1),
+        block_dim: (REDUCE_BLOCK, 1, 1),
+        shared_mem_bytes: REDUCE_BLOCK * 8,
     })
 }
 

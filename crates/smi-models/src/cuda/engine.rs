@@ -164,14 +164,7 @@ impl<'a> CudaSteinVi<'a> {
         )?;
         let t = state.step;
         state.step = state.step.saturating_add(1);
-        let k = out.logp.len().max(1) as f64;
-        let elbo = out
-            .logp
-            .iter()
-            .zip(&out.logq)
-            .map(|(lp, lq)| tau * lp - lq)
-            .sum::<f64>()
-            / k;
+        let elbo = elbo_estimate(&out.logp, &out.logq, tau);
         let bad = if let Some(i) = out.logp.iter().position(|v| !v.is_finite()) {
             Some(format!("model log density of draw {i}"))
         } else if !out.sq.is_finite() {
@@ -184,14 +177,10 @@ impl<'a> CudaSteinVi<'a> {
         let norm2 = match bad {
             Some(_) => f64::NAN,
             None => {
-                let m = st.num_particles as f64;
-                let c_att = match st.attraction {
-                    AttractionNorm::Paper => 1.0 / m,
-                    AttractionNorm::Numpyro => 1.0,
-                };
+                let (c_att, c_rep) = self.force_weights(st.num_particles);
                 let coef = rbf_coefficients(&out.sq, factor);
                 dev.profile_phase("host: bandwidth and kernel weights")?;
-                dev.direction(&coef, c_att, st.repulsion_temperature / m)?
+                dev.direction(&coef, c_att, c_rep)?
             }
         };
         if bad.is_some() || !norm2.is_finite() {
@@ -246,6 +235,17 @@ impl<'a> CudaSteinVi<'a> {
             .unwrap_or_default()
     }
 
+    /// The weights of the attraction and the repulsion in φ for `m` particles: c_att (1/m, or
+    /// 1 with NumPyro's normalisation) and c_rep = repulsion temperature / m.
+    fn force_weights(&self, m: usize) -> (f64, f64) {
+        let m = m as f64;
+        let c_att = match self.settings.attraction {
+            AttractionNorm::Paper => 1.0 / m,
+            AttractionNorm::Numpyro => 1.0,
+        };
+        (c_att, self.settings.repulsion_temperature / m)
+    }
+
     /// The ascent direction φ (flattened m×p), its norm and the ELBO estimate of one step's
     /// device output.
     ///
@@ -264,26 +264,24 @@ impl<'a> CudaSteinVi<'a> {
                 "model log density of draw {bad}"
             )));
         }
-        let k = out.logp.len().max(1) as f64;
-        let elbo = out
-            .logp
-            .iter()
-            .zip(&out.logq)
-            .map(|(lp, lq)| tau * lp - lq)
-            .sum::<f64>()
-            / k;
-        let m = m as f64;
-        let c_att = match self.settings.attraction {
-            AttractionNorm::Paper => 1.0 / m,
-            AttractionNorm::Numpyro => 1.0,
-        };
-        let c_rep = self.settings.repulsion_temperature / m;
+        let elbo = elbo_estimate(&out.logp, &out.logq, tau);
+        let (c_att, c_rep) = self.force_weights(m);
         let phi = gram
             .weights
             .direction(&out.ghat, c_att, &gram.repulsion, c_rep);
         let loss = phi.frobenius_norm();
         Ok((phi.into_vec(), loss, elbo))
     }
+}
+
+/// The step's ELBO estimate: the mean over its K draws of τ·log p − log q_mix.
+fn elbo_estimate(logp: &[f64], logq: &[f64], tau: f64) -> f64 {
+    let k = logp.len().max(1) as f64;
+    logp.iter()
+        .zip(logq)
+        .map(|(lp, lq)| tau * lp - lq)
+        .sum::<f64>()
+        / k
 }
 
 /// Checks that `settings` have a device path.

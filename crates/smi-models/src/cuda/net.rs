@@ -8,12 +8,11 @@
 //! (MNIST, one batch shared by every draw); N(0, s²) priors on the weights; log densities
 //! summed in `f64`.
 
-use cudarc::driver::{CudaSlice, LaunchConfig, PushKernelArg};
+use cudarc::driver::{CudaSlice, PushKernelArg};
 use statrs::function::gamma::ln_gamma;
 
-use super::context::{grid, int, Gpu, Kernel};
+use super::context::{grid, int, reduce_grid, Gpu, Kernel};
 use super::error::{CallContext, CudaError};
-use super::kernels::REDUCE_BLOCK;
 use super::products::Product;
 use crate::mlp::LN_SQRT_2PI;
 use crate::{Activation, BnnClassifier, BnnRegression, Mlp, Noise};
@@ -364,11 +363,7 @@ impl Net {
             return Err(CudaError::Unsupported("internal: no step buffers".into()).into());
         };
         let out = &buf.acts[self.sizes.len() - 1];
-        let cfg = LaunchConfig {
-            grid_dim: (u32::try_from(int(k, "K")?).unwrap_or(1), 1, 1),
-            block_dim: (REDUCE_BLOCK, 1, 1),
-            shared_mem_bytes: REDUCE_BLOCK * 8,
-        };
+        let cfg = reduce_grid(k, 1)?;
         let nn = int(n, "n")?;
         match self.head {
             Head::Gauss {
@@ -485,11 +480,7 @@ impl Net {
         let inv_var = 1.0 / (s * s);
         let log_norm = -(self.nw as f64) * (s.ln() + LN_SQRT_2PI);
         let (nw, d) = (int(self.nw, "network weights")?, int(self.d, "d")?);
-        let cfg = LaunchConfig {
-            grid_dim: (u32::try_from(int(k, "K")?).unwrap_or(1), 1, 1),
-            block_dim: (REDUCE_BLOCK, 1, 1),
-            shared_mem_bytes: REDUCE_BLOCK * 8,
-        };
+        let cfg = reduce_grid(k, 1)?;
         let mut l = gpu.launch(Kernel::PriorFinish);
         l.arg(theta)
             .arg(&nw)

@@ -10,12 +10,12 @@
 //! which host state the device copy continues, so a state the device does not hold is
 //! uploaded first and a state it holds is never uploaded again.
 
-use cudarc::driver::{CudaSlice, LaunchConfig, PushKernelArg};
+use cudarc::driver::{CudaSlice, PushKernelArg};
 use smi::kernel::{bandwidth_from_squared_distances, BandwidthFactor};
 use smi::rand::ChaCha8Rng;
 use smi::{Error, Matrix, OptimizerSettings, OptimizerState, Result, State};
 
-use super::context::{grid, int, Kernel};
+use super::context::{grid, int, reduce_grid, Kernel};
 use super::error::{CallContext, CudaError};
 use super::kernels::{BLOCK, REDUCE_BLOCK};
 use super::net::zeros;
@@ -309,15 +309,7 @@ impl CudaStep {
         };
         let chunks = p.div_ceil(CHUNK);
         let (mm, pp, ch) = (int(m, "m")?, int(p, "p")?, int(CHUNK, "chunk")?);
-        let cfg = LaunchConfig {
-            grid_dim: (
-                u32::try_from(chunks).map_err(|_| CudaError::Unsupported("p".into()))?,
-                u32::try_from(m * m).map_err(|_| CudaError::Unsupported("m".into()))?,
-                1,
-            ),
-            block_dim: (REDUCE_BLOCK, 1, 1),
-            shared_mem_bytes: REDUCE_BLOCK * 8,
-        };
+        let cfg = reduce_grid(chunks, m * m)?;
         let mut l = gpu.launch(Kernel::PairSqPartials);
         l.arg(&r.x)
             .arg(&mm)
@@ -378,15 +370,7 @@ impl CudaStep {
             .ctx("copying the kernel's weights to the GPU")?;
         let (mm, pp) = (int(m, "m")?, int(p, "p")?);
         let blocks = p.div_ceil(REDUCE_BLOCK as usize);
-        let cfg = LaunchConfig {
-            grid_dim: (
-                u32::try_from(blocks).map_err(|_| CudaError::Unsupported("p".into()))?,
-                1,
-                1,
-            ),
-            block_dim: (REDUCE_BLOCK, 1, 1),
-            shared_mem_bytes: REDUCE_BLOCK * 8,
-        };
+        let cfg = reduce_grid(blocks, 1)?;
         let mut l = gpu.launch(Kernel::SteinDirection);
         l.arg(&r.x)
             .arg(&bufs.ghat)

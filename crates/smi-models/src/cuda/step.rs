@@ -8,13 +8,12 @@
 //! particles. Out: ĝ (m×p, `f64`) and the K values of log p and log q_mix. Nothing of size
 //! K×d or K×b crosses PCIe.
 
-use cudarc::driver::{CudaSlice, LaunchConfig, PinnedHostSlice, PushKernelArg};
+use cudarc::driver::{CudaSlice, PinnedHostSlice, PushKernelArg};
 use rayon::prelude::*;
 use smi::{Error, Matrix, Result};
 
-use super::context::{grid, int, Gpu, Kernel};
+use super::context::{grid, int, reduce_grid, Gpu, Kernel};
 use super::error::{CallContext, CudaError};
-use super::kernels::REDUCE_BLOCK;
 use super::net::{upload_indices, zeros, Net, RowLayout};
 use super::philox::feistel_half_bits;
 use crate::{BnnClassifier, BnnRegression};
@@ -277,15 +276,7 @@ impl CudaStep {
             &mut b.logp,
         )?;
         prof.phase(gpu, "network")?;
-        let cfg = LaunchConfig {
-            grid_dim: (
-                u32::try_from(kk).unwrap_or(1),
-                u32::try_from(mm).unwrap_or(1),
-                1,
-            ),
-            block_dim: (REDUCE_BLOCK, 1, 1),
-            shared_mem_bytes: REDUCE_BLOCK * 8,
-        };
+        let cfg = reduce_grid(k, m)?;
         let mut l = gpu.launch(Kernel::MixComponents);
         l.arg(&b.theta)
             .arg(&b.parts)

@@ -403,20 +403,30 @@ mod tests {
         assert_eq!(capped.steps_per_epoch(), 5);
     }
 
+    /// A Bayesian linear regression on `n` rows of two deterministic features.
+    fn linreg(n: usize) -> BayesLinReg {
+        let x = Matrix::from_fn(n, 2, |i, j| ((i * 7 + j * 3) % 11) as f64 / 5.0 - 1.0);
+        let y: Vec<f64> = (0..n).map(|i| (i % 5) as f64 / 2.0 - 1.0).collect();
+        BayesLinReg::new(x, y, 0.5, 1.0).unwrap()
+    }
+
+    /// OVI with Adam(0.01) on `model`.
+    fn ovi(model: &BayesLinReg) -> Box<dyn Engine + '_> {
+        Method::Ovi
+            .preset(0)
+            .with_optimizer(OptimizerSettings::adam(0.01))
+            .build(model)
+            .unwrap()
+    }
+
     #[test]
     fn an_observer_stops_a_run_and_asks_for_checkpoints() {
         // Control::Checkpoint at step 3 saves the state of step 3 (read back at step 4);
         // Control::Stop at step 7 ends the run there, stopped and saved as any run's end; the
         // run continued from that state ends where one straight run does; a stop asked at the
         // budget's last step is no stop
-        let x = Matrix::from_fn(30, 2, |i, j| ((i * 5 + j) % 7) as f64 / 3.0 - 1.0);
-        let y: Vec<f64> = (0..30).map(|i| (i % 4) as f64 / 2.0 - 0.7).collect();
-        let model = BayesLinReg::new(x, y, 0.5, 1.0).unwrap();
-        let engine = Method::Ovi
-            .preset(0)
-            .with_optimizer(OptimizerSettings::adam(0.01))
-            .build(&model)
-            .unwrap();
+        let model = linreg(30);
+        let engine = ovi(&model);
         let dir = std::env::temp_dir().join(format!("smi-control-{}", std::process::id()));
         std::fs::create_dir_all(&dir).unwrap();
         let path = dir.join("state.json");
@@ -479,14 +489,8 @@ mod tests {
 
     #[test]
     fn epochs_feed_the_same_rows_as_a_hand_written_loop() {
-        let x = Matrix::from_fn(40, 2, |i, j| ((i * 7 + j * 3) % 11) as f64 / 5.0 - 1.0);
-        let y: Vec<f64> = (0..40).map(|i| (i % 5) as f64 / 2.0 - 1.0).collect();
-        let model = BayesLinReg::new(x, y, 0.5, 1.0).unwrap();
-        let engine = Method::Ovi
-            .preset(0)
-            .with_optimizer(OptimizerSettings::adam(0.01))
-            .build(&model)
-            .unwrap();
+        let model = linreg(40);
+        let engine = ovi(&model);
         let rows = Epochs {
             num_rows: 40,
             batch_size: 8,
