@@ -35,7 +35,8 @@ pub struct FitCheckpoint {
 
 impl FitCheckpoint {
     /// Steps between saves of the wave experiments' fits: at the moderate size an SVGD step at
-    /// m = 256 took 121–138 ms on 2 threads (BENCHMARKS.md, sixth part), so an interruption
+    /// m = 256 took 121–138 ms on 2 threads (measured 2026-11-27, in the history of
+    /// BENCHMARKS.md), so an interruption
     /// loses at most about two minutes of such a fit. The cost of a save at that size was not
     /// measured.
     pub const EVERY: u64 = 1_000;
