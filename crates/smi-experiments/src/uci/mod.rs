@@ -47,8 +47,8 @@ pub const TUNE_EXPERIMENT: &str = "uci-lr";
 
 /// Steps between saves of a unit's state ([`crate::resumable`]): an SMI step of the UCI net took
 /// 13–16 ms on 2 threads (measured up to f8c7851, 2026-11-27: `git log -p BENCHMARKS.md`), so
-/// an interrupted SMI unit loses about a minute and a half; a unit of 60 000 steps saves 12 times (a state of m = 5 particles of the
-/// UCI net with its Adam moments, ≈ 50 000 numbers).
+/// an interrupted SMI unit loses about a minute and a half; a unit of 60 000 steps saves 12
+/// times (a state of m = 5 particles of the UCI net with its Adam moments, ≈ 50 000 numbers).
 pub const CHECKPOINT_EVERY: u64 = 5_000;
 
 use crate::device::Net;
