@@ -142,6 +142,7 @@ pub(super) fn unit_settings(
         defect: None,
         guide: guide_of(a),
         loss_temperature: 1.0,
+        kernel: None,
     }
 }
 

@@ -313,6 +313,7 @@ fn tiny_fit(steps: u64) -> (BnnRegression, UnitSettings) {
         defect: None,
         guide: None,
         loss_temperature: 1.0,
+        kernel: None,
     };
     (model, s)
 }

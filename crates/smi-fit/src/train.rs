@@ -239,6 +239,7 @@ mod tests {
             defect: None,
             guide: None,
             loss_temperature: 1.0,
+            kernel: None,
         };
         let optimizer =
             |schedule| match method_settings(Method::Smi, Some(0.01), &s, 0, schedule).unwrap() {

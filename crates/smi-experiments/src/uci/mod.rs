@@ -129,6 +129,12 @@ pub struct Args {
     /// default marks the run as an ablation.
     #[arg(long, value_name = "TAU")]
     pub loss_temperature: Option<f64>,
+    /// SMI's RBF bandwidth as a constant factor f of the squared median distance, h = f·med²,
+    /// for an ablation [default: the paper's f = 1/ln m]. A small f (0.01) makes the kernel
+    /// between distinct particles vanish, so each particle fits alone (a mixture of independent
+    /// guides). A value marks the run as an ablation.
+    #[arg(long, value_name = "F")]
+    pub bandwidth_factor: Option<f64>,
     /// Mark SMI's runs as an ablation of the paper's settings (implied by a non-default
     /// --particles, --elbo-draws, --init-scale or --loss-temperature; useful alone with
     /// --max-steps). Their config gains `ablation`: `uci.md` reports them in "Ablations of the
@@ -208,6 +214,8 @@ struct Plan {
     init_scale: f64,
     /// SMI's likelihood temperature τ.
     loss_temperature: f64,
+    /// SMI's constant bandwidth factor (`None`: the paper's 1/ln m).
+    bandwidth_factor: Option<f64>,
     /// SMI's runs are an ablation of the paper's settings.
     ablation: bool,
     /// Where SMI's fits run.
@@ -260,7 +268,13 @@ impl Plan {
         if !(loss_temperature > 0.0 && loss_temperature.is_finite()) {
             bail!("--loss-temperature {loss_temperature}: τ must be positive and finite");
         }
+        if let Some(f) = args.bandwidth_factor {
+            if !(f > 0.0 && f.is_finite()) {
+                bail!("--bandwidth-factor {f}: the factor must be positive and finite");
+            }
+        }
         let ablation = args.ablation
+            || args.bandwidth_factor.is_some()
             || num_particles != PAPER_PARTICLES
             || elbo_draws != default_draws
             || init_scale != PAPER_INIT_SCALE
@@ -271,6 +285,7 @@ impl Plan {
             elbo_draws,
             init_scale,
             loss_temperature,
+            bandwidth_factor: args.bandwidth_factor,
             ablation,
             batch_size: 100,
             init_radius: 0.1,
@@ -309,6 +324,13 @@ impl Plan {
                 },
             ),
             loss_temperature: if smi { self.loss_temperature } else { 1.0 },
+            kernel: self
+                .bandwidth_factor
+                .filter(|_| smi)
+                .map(|f| smi::kernel::KernelSettings::Rbf {
+                    mode: smi::kernel::Mode::Norm,
+                    bandwidth_factor: smi::kernel::BandwidthFactor::Constant(f),
+                }),
         }
     }
 
@@ -324,6 +346,9 @@ impl Plan {
         }
         if self.loss_temperature != 1.0 {
             s.push_str(&format!("|tau={}", self.loss_temperature));
+        }
+        if let Some(f) = self.bandwidth_factor {
+            s.push_str(&format!("|bw={f}"));
         }
         s + "|ablation"
     }

@@ -35,6 +35,8 @@ pub struct UnitSettings {
     pub guide: Option<smi::GuideSettings>,
     /// SMI's likelihood temperature τ ([`smi::SteinSettings::loss_temperature`]; 1: the paper's).
     pub loss_temperature: f64,
+    /// SMI's Stein kernel (`None`: the preset's RBF with the median bandwidth, the paper's).
+    pub kernel: Option<smi::kernel::KernelSettings>,
 }
 
 impl UnitSettings {
@@ -77,6 +79,9 @@ impl UnitSettings {
                 s.attraction = self.attraction;
                 s.defect = self.defect;
                 s.loss_temperature = self.loss_temperature;
+                if let Some(k) = &self.kernel {
+                    s.kernel = k.clone();
+                }
             }
         }
         if let MethodSettings::Svi(s) = &mut settings {

@@ -257,6 +257,21 @@ fn an_ablation_changes_smi_only_and_is_marked() {
     assert!(Plan::new(&args(&["--init-scale", "0"])).is_err());
     assert!(Plan::new(&args(&["--loss-temperature", "nan"])).is_err());
     assert!(Plan::new(&args(&["--particles", "0"])).is_err());
+    // a constant bandwidth factor: in the config, and SMI's kernel (only SMI's)
+    let bw = Plan::new(&args(&["--bandwidth-factor", "0.01"])).unwrap();
+    assert!(bw
+        .config(Method::Smi, Some(5e-4))
+        .ends_with("|pred=5000|bw=0.01|ablation|seed=0"));
+    assert_eq!(
+        bw.method_settings(100, Method::Smi).kernel,
+        Some(smi::kernel::KernelSettings::Rbf {
+            mode: smi::kernel::Mode::Norm,
+            bandwidth_factor: smi::kernel::BandwidthFactor::Constant(0.01),
+        })
+    );
+    assert_eq!(bw.method_settings(100, Method::Svgd).kernel, None);
+    assert_ne!(bw.file_tag(Method::Smi), m10.file_tag(Method::Smi));
+    assert!(Plan::new(&args(&["--bandwidth-factor", "0"])).is_err());
 }
 
 /// A small regression set, prepared as a unit's split is: 3 inputs, 60 training rows, 20 test.
