@@ -154,8 +154,8 @@ pub fn report(out: &Path) -> Result<()> {
     // (layers, method) → the latest record.
     let mut latest: BTreeMap<(u64, Method), &Map<String, Value>> = BTreeMap::new();
     // Runs with a reproduced NumPyro defect (`defect=` in the config) or another variant of
-    // the paper's settings (NumPyro's attraction normalisation) never stand for their method:
-    // they get sections of their own.
+    // the paper's settings (NumPyro's attraction normalisation, another m for SMI, a GPU's
+    // random streams) never stand for their method: they get sections of their own.
     let mut defects: Vec<&Map<String, Value>> = Vec::new();
     let mut variants: Vec<&Map<String, Value>> = Vec::new();
     for r in &recs {
@@ -164,7 +164,7 @@ pub fn report(out: &Path) -> Result<()> {
             defects.push(r);
             continue;
         }
-        if config.contains("attraction=") {
+        if is_variant(config) {
             variants.push(r);
             continue;
         }
@@ -222,8 +222,8 @@ pub fn report(out: &Path) -> Result<()> {
     if !variants.is_empty() {
         md.push_str(&variant_section(
             "Variants of the paper's settings",
-            "Runs of `smi reproduce mnist --attraction numpyro` without a defect \
-             (docs/algorithms.md §2.8)",
+            "Runs of `smi reproduce mnist` with `--attraction numpyro` (docs/algorithms.md \
+             §2.8), `--particles` or `--device cuda`, without a defect",
             &variants,
         ));
     }
@@ -315,4 +315,21 @@ fn variant_section(title: &str, intro: &str, runs: &[&Map<String, Value>]) -> St
          column), apart from the tables above.\n\n{}\n",
         tables::markdown(&header, &rows)
     )
+}
+
+/// Whether a record's config is a variant of the paper's settings: NumPyro's attraction
+/// normalisation, SMI with other than the paper's 5 particles (`m=M S=`), or a GPU run.
+pub(super) fn is_variant(config: &str) -> bool {
+    let smi_particles = config
+        .split(' ')
+        .zip(config.split(' ').skip(1))
+        .find_map(|(a, b)| {
+            let m = a.strip_prefix("m=")?;
+            b.starts_with("S=")
+                .then(|| m.parse::<usize>().ok())
+                .flatten()
+        });
+    config.contains("attraction=")
+        || config.contains("device=")
+        || smi_particles.is_some_and(|m| m != super::PARTICLES)
 }

@@ -26,6 +26,7 @@ fn steps_per_epoch_drop_the_remainder() {
         methods: None,
         draws: None,
         elbo_draws: None,
+        particles: None,
         max_steps_per_epoch: None,
         train_size: None,
         test_size: None,
@@ -47,6 +48,21 @@ fn steps_per_epoch_drop_the_remainder() {
     })
     .unwrap();
     assert_eq!(cut.steps_per_epoch(60_000), 10);
+    // --particles: SMI's m in its key and file names
+    let m1 = Plan::new(&Args {
+        particles: Some(1),
+        ..args.clone()
+    })
+    .unwrap();
+    assert!(m1.train_key(1, Method::Smi, 60_000).contains(" m=1 S=55 "));
+    assert_eq!(m1.file_tag(Method::Smi), "-m=1");
+    assert_eq!(plan.file_tag(Method::Smi), "");
+    assert!(m1.train_key(1, Method::Svgd, 60_000).contains("m=5 "));
+    assert!(Plan::new(&Args {
+        particles: Some(0),
+        ..args.clone()
+    })
+    .is_err());
     // --device: a bad name lists the valid ones; a GPU runs SMI only, or needs the feature
     let bad = Plan::new(&Args {
         device: "tpu".into(),
@@ -118,18 +134,25 @@ fn absurd_draw_counts_are_refused() {
     let gib = 1u64 << 30;
     let all = Method::VARIATIONAL;
     // The paper's settings fit in a few GiB.
-    assert!(check_sizes(&[1, 2], &all, 50, SMI_ELBO_DRAWS, 4 * gib).is_ok());
+    assert!(check_sizes(&[1, 2], &all, 50, (SMI_ELBO_DRAWS, PARTICLES), 4 * gib).is_ok());
     for (draws, elbo, flag) in [
         (1_000_000_000, SMI_ELBO_DRAWS, "--draws"),
         (usize::MAX, SMI_ELBO_DRAWS, "--draws"),
         (50, 1_000_000_000, "--elbo-draws"),
     ] {
-        let e = check_sizes(&[1, 2], &all, draws, elbo, 128 * gib).unwrap_err();
+        let e = check_sizes(&[1, 2], &all, draws, (elbo, PARTICLES), 128 * gib).unwrap_err();
         assert!(e.to_string().contains(flag), "{e}");
     }
     // MAP keeps every draw's metrics; SVGD/ASVGD use their particles whatever --draws says.
-    assert!(check_sizes(&[1], &[Method::Map], 1_000_000_000, 55, 128 * gib).is_err());
-    assert!(check_sizes(&[1], &[Method::Svgd], usize::MAX, 55, gib).is_ok());
+    assert!(check_sizes(
+        &[1],
+        &[Method::Map],
+        1_000_000_000,
+        (55, PARTICLES),
+        128 * gib
+    )
+    .is_err());
+    assert!(check_sizes(&[1], &[Method::Svgd], usize::MAX, (55, PARTICLES), gib).is_ok());
     assert_eq!(network_dim(1), 79_510);
     assert_eq!(network_dim(2), 89_610);
 }
@@ -235,4 +258,22 @@ fn variants_keep_their_state_files_apart() {
         "-attraction=numpyro-defect=double-transform"
     );
     assert_eq!(both.file_tag(Method::Map), "");
+}
+
+#[test]
+fn variants_of_the_paper_settings_are_recognised() {
+    use super::report::is_variant;
+    let paper = "layers=1 width=100 tanh prior=N(0,1) train=60000 batch=128 steps_per_epoch=468 \
+                 shuffle=chacha8(seed,epoch) adagrad(0.7) m=5 S=55 normal(init=uniform(2),scale=0.1) \
+                 seed=142 epochs=100 draws=50 test=10000";
+    assert!(!is_variant(paper));
+    assert!(is_variant(&paper.replace("m=5 S=55", "m=1 S=55")));
+    assert!(is_variant(
+        &paper.replace(" seed=142", " attraction=numpyro seed=142")
+    ));
+    assert!(is_variant(
+        &paper.replace(" seed=142", " device=cuda seed=142")
+    ));
+    // SVGD's m is not SMI's
+    assert!(!is_variant("m=5 delta(init=median15) seed=142"));
 }

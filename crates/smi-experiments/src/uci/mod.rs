@@ -324,13 +324,12 @@ impl Plan {
                 },
             ),
             loss_temperature: if smi { self.loss_temperature } else { 1.0 },
-            kernel: self
-                .bandwidth_factor
-                .filter(|_| smi)
-                .map(|f| smi::kernel::KernelSettings::Rbf {
+            kernel: self.bandwidth_factor.filter(|_| smi).map(|f| {
+                smi::kernel::KernelSettings::Rbf {
                     mode: smi::kernel::Mode::Norm,
                     bandwidth_factor: smi::kernel::BandwidthFactor::Constant(f),
-                }),
+                }
+            }),
         }
     }
 
