@@ -2,6 +2,8 @@
 //! flop counts and the NumPyro reference timings with the targets of the benchmark issue.
 
 use crate::device::Net;
+
+mod references;
 use anyhow::{bail, Result};
 use rand::seq::SliceRandom;
 use rand::{Rng, SeedableRng};
@@ -243,24 +245,6 @@ pub fn parse_reuse(name: &str) -> Result<GradientReuse> {
         _ => bail!("unknown --reuse {name:?}; valid values: shared, per_pair"),
     }
 }
-
-/// The configurations of the columns of [`NUMPYRO_MS`].
-const NUMPYRO_CONFIGS: [Config; 3] = [
-    Config::Mvn100,
-    Config::Wave100OneHidden,
-    Config::BostonOneHidden,
-];
-
-/// NumPyro 0.22 (JAX CPU) ms per step on this machine class, from the benchmark issue, at the
-/// default draws (see [`Case::numpyro_ms`]): a row per method, a column per configuration of
-/// [`NUMPYRO_CONFIGS`]; `None` where not measured.
-const NUMPYRO_MS: [(Method, [Option<f64>; 3]); 5] = [
-    (Method::Smi, [Some(443.0), Some(65.0), Some(157.0)]),
-    (Method::Svgd, [Some(0.092), Some(0.120), Some(1.40)]),
-    (Method::Asvgd, [Some(0.100), Some(0.117), Some(1.44)]),
-    (Method::Ovi, [None, Some(0.035), Some(0.27)]),
-    (Method::Map, [None, Some(0.004), Some(0.23)]),
-];
 
 /// One benchmark line: a configuration, a method, the gradient reuse and S.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -522,12 +506,11 @@ impl Case {
         Ok(settings)
     }
 
-    /// NumPyro 0.22 (JAX CPU) ms per step on this machine class, from the benchmark issue.
-    /// NumPyro's SMI recomputes the force for every particle pair (m²·S model evaluations).
+    /// NumPyro 0.22 (JAX CPU) ms per step on this machine class, from the benchmark issue
+    /// (`bench/references.json`), at the configuration's default m and S. NumPyro's SMI
+    /// recomputes the force for every particle pair (m²·S model evaluations).
     pub fn numpyro_ms(&self) -> Option<f64> {
-        let column = NUMPYRO_CONFIGS.iter().position(|&c| c == self.config)?;
-        let (_, row) = NUMPYRO_MS.iter().find(|(m, _)| *m == self.method)?;
-        let v = row[column]?;
+        let v = references::numpyro_ms(self.config.name(), self.method.name())?;
         let default_draws = match self.method {
             Method::Smi => self.config.smi_draws(),
             _ => 1,
@@ -535,21 +518,22 @@ impl Case {
         (self.draws == default_draws && self.m == self.config.particles()).then_some(v)
     }
 
-    /// The issue's target for this line: a description and whether `ms` (and `gflops` against
-    /// the GEMM peak) meets it; `None` when the line has no target.
+    /// The issue's target for this line (`bench/references.json`): a description and whether
+    /// `ms` (and `gflops` against the GEMM peak) meets it; `None` when the line has no target.
     pub fn target(&self, ms: f64, gflops: f64, peak: f64) -> Option<(String, bool)> {
-        if self.config == Config::Mnist1 && self.method == Method::Smi {
-            return Some(("≥ 50 % of GEMM peak".into(), gflops >= 0.5 * peak));
+        let rule = references::target_rule(
+            self.config.name(),
+            self.method.name(),
+            reuse_name(self.reuse),
+        )?;
+        if let Some(f) = rule.gemm_peak_fraction {
+            return Some((
+                format!("≥ {:.0} % of GEMM peak", 100.0 * f),
+                gflops >= f * peak,
+            ));
         }
-        let np = self.numpyro_ms()?;
-        let speedup = np / ms;
-        let need = match (self.method, self.reuse) {
-            (Method::Smi, GradientReuse::PerPair) => 5.0,
-            (Method::Smi, GradientReuse::Shared) => 20.0,
-            (_, GradientReuse::PerPair) => return None,
-            _ if self.config == Config::BostonOneHidden => 3.0,
-            _ => 1.0,
-        };
+        let need = rule.numpyro_speedup?;
+        let speedup = self.numpyro_ms()? / ms;
         Some((format!("≥ {need}× NumPyro"), speedup >= need))
     }
 }
