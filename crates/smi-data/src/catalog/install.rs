@@ -79,6 +79,44 @@ pub fn verify_file(dir: &Path, file: &DataFile) -> Result<FileStatus> {
     })
 }
 
+/// Removes the temporary files `.<name>.part-<pid>` in `dir` that a download killed before it
+/// could clean up left behind (Ctrl-C, a kill): those of processes that no longer run (where
+/// `/proc` says so), else those untouched for a day. Best effort: a file that cannot be read or
+/// removed stays.
+fn remove_stale_parts(dir: &Path, name: &str) {
+    let prefix = format!(".{name}.part-");
+    let Ok(entries) = fs::read_dir(dir) else {
+        return;
+    };
+    let proc_fs = Path::new("/proc/self").exists();
+    for entry in entries.flatten() {
+        let file_name = entry.file_name();
+        let Some(pid) = file_name
+            .to_str()
+            .and_then(|n| n.strip_prefix(&prefix))
+            .and_then(|p| p.parse::<u32>().ok())
+        else {
+            continue;
+        };
+        if pid == std::process::id() {
+            continue;
+        }
+        let stale = if proc_fs {
+            !Path::new("/proc").join(pid.to_string()).exists()
+        } else {
+            entry
+                .metadata()
+                .and_then(|m| m.modified())
+                .ok()
+                .and_then(|t| t.elapsed().ok())
+                .is_some_and(|age| age.as_secs() > 24 * 3600)
+        };
+        if stale {
+            let _ = fs::remove_file(entry.path());
+        }
+    }
+}
+
 /// Removes the temporary file on every way out but the successful rename.
 struct TempFile(Option<PathBuf>);
 
@@ -107,6 +145,7 @@ pub fn install_verified(reader: &mut dyn Read, dir: &Path, file: &DataFile) -> R
         .file_name()
         .map(|n| n.to_string_lossy().into_owned())
         .unwrap_or_default();
+    remove_stale_parts(parent, &name);
     let tmp_path = parent.join(format!(".{name}.part-{}", std::process::id()));
     let mut out = File::create(&tmp_path).map_err(io_at(&tmp_path))?;
     let mut tmp = TempFile(Some(tmp_path.clone()));

@@ -144,6 +144,48 @@ fn a_verified_file_is_renamed_into_place() {
 }
 
 #[test]
+fn a_killed_download_leaves_no_temporary_file_behind_the_next_one() {
+    // a download killed before its cleanup leaves `.a.txt.part-<pid>`; the next download of
+    // the file removes it when that process no longer runs, and keeps a running one's
+    let dir = tempfile::tempdir().unwrap();
+    let f = file("a.txt", ABC);
+    // pids above the kernel's maximum (4 194 304) belong to no process
+    let dead = dir.path().join(".a.txt.part-4294967295");
+    std::fs::write(&dead, b"ab").unwrap();
+    let other = dir.path().join(".b.txt.part-4294967295");
+    std::fs::write(&other, b"ab").unwrap();
+    let live = dir.path().join(".a.txt.part-1");
+    std::fs::write(&live, b"ab").unwrap();
+    let aged = |p: &std::path::Path| {
+        // where /proc is missing, age decides: make the dead one a day and a minute old
+        let t = std::time::SystemTime::now() - std::time::Duration::from_secs(24 * 3600 + 60);
+        std::fs::File::options()
+            .write(true)
+            .open(p)
+            .and_then(|f| f.set_modified(t))
+            .unwrap();
+    };
+    aged(&dead);
+    install_verified(&mut &b"abc"[..], dir.path(), &f).unwrap();
+    let left = entries(dir.path());
+    assert!(
+        !left.contains(&".a.txt.part-4294967295".to_string()),
+        "{left:?}"
+    );
+    assert!(
+        left.contains(&".b.txt.part-4294967295".to_string()),
+        "another file's: {left:?}"
+    );
+    if std::path::Path::new("/proc/1").exists() {
+        assert!(
+            left.contains(&".a.txt.part-1".to_string()),
+            "a running process's: {left:?}"
+        );
+    }
+    assert!(left.contains(&"a.txt".to_string()));
+}
+
+#[test]
 fn a_checksum_mismatch_leaves_nothing_and_keeps_the_old_file() {
     let dir = tempfile::tempdir().unwrap();
     let f = file("a.txt", ABC);
