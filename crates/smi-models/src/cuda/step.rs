@@ -506,7 +506,7 @@ fn to_f32(src: &[f64], dst: &mut [f32]) {
 }
 
 /// Threads the pull-back aims for (H100/H200: 132 streaming multiprocessors × 2 048 resident
-/// threads ≈ 270 000; half of that keeps them busy).
+/// threads ≈ 270 000; half of that is a choice, not yet measured against other counts).
 const PULLBACK_THREADS: usize = 1 << 17;
 
 /// Draw groups of the pull-back for m particles of d coordinates and S draws each: enough
