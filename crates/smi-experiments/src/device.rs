@@ -98,7 +98,14 @@ pub fn engine_on<'a>(
     check(method, settings, device)?;
     match device {
         Device::Cpu => Ok(settings.build(net.density())?),
-        Device::Cuda(ordinal) => cuda_engine(settings, net, ordinal, host_update),
+        #[cfg(feature = "cuda")]
+        Device::Cuda(ordinal) => Ok(Box::new(cuda_stein(settings, net, ordinal, host_update)?)),
+        // `check` has refused a GPU in a build without the backend
+        #[cfg(not(feature = "cuda"))]
+        Device::Cuda(_) => {
+            let _ = host_update;
+            bail!("internal: a CUDA build without the cuda feature")
+        }
     }
 }
 
@@ -173,27 +180,6 @@ fn cuda_stein<'a>(
     } else {
         engine
     })
-}
-
-#[cfg(feature = "cuda")]
-fn cuda_engine<'a>(
-    settings: &MethodSettings,
-    net: Net<'a>,
-    ordinal: usize,
-    host_update: bool,
-) -> Result<Box<dyn Engine + 'a>> {
-    Ok(Box::new(cuda_stein(settings, net, ordinal, host_update)?))
-}
-
-#[cfg(not(feature = "cuda"))]
-fn cuda_engine<'a>(
-    _settings: &MethodSettings,
-    _net: Net<'a>,
-    ordinal: usize,
-    _host_update: bool,
-) -> Result<Box<dyn Engine + 'a>> {
-    Device::Cuda(ordinal).check_built()?;
-    bail!("internal: a CUDA build without the cuda feature")
 }
 
 #[cfg(test)]

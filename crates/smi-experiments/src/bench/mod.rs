@@ -432,23 +432,13 @@ impl Case {
         if device == Device::Cpu {
             return self.engine(model.density());
         }
-        let net = match model {
-            Model::Regression(m) => Net::Regression(m),
-            Model::Classifier(m) => Net::Classifier(m),
-            _ => bail!(
+        let Some(net) = model.net() else {
+            bail!(
                 "--device {device} runs the network configurations (wave, boston, mnist); {} \
                  has no GPU model",
                 self.config.name()
-            ),
-        };
-        if self.method != Method::Smi || self.reuse != GradientReuse::Shared {
-            bail!(
-                "--device {device} runs smi with --reuse shared (the GPU engine is SMI's); run \
-                 {} --reuse {} on the CPU",
-                self.method.name(),
-                reuse_name(self.reuse)
             );
-        }
+        };
         crate::device::engine_on(
             self.method.name(),
             &self.settings()?,
@@ -471,10 +461,8 @@ impl Case {
         steps: usize,
         rows: &dyn Fn(usize) -> Option<&'r [usize]>,
     ) -> Result<Vec<(String, f64)>> {
-        let net = match model {
-            Model::Regression(m) => Net::Regression(m),
-            Model::Classifier(m) => Net::Classifier(m),
-            _ => bail!("{} has no GPU model to profile", self.config.name()),
+        let Some(net) = model.net() else {
+            bail!("{} has no GPU model to profile", self.config.name());
         };
         crate::device::profile_gpu_steps(&self.settings()?, net, ordinal, host_update, steps, rows)
     }
@@ -551,6 +539,15 @@ pub enum Model {
 }
 
 impl Model {
+    /// The model as a built-in network, the models with a GPU path (`None` for the others).
+    pub fn net(&self) -> Option<Net<'_>> {
+        match self {
+            Model::Regression(m) => Some(Net::Regression(m)),
+            Model::Classifier(m) => Some(Net::Classifier(m)),
+            Model::Normal(_) | Model::Funnel(_) => None,
+        }
+    }
+
     /// The model as a log density.
     pub fn density(&self) -> &dyn LogDensity {
         match self {

@@ -159,7 +159,8 @@ extern "C" __global__ void mix_responsibilities(const double *comp, int num_draw
    grad log q_mix = -sum_j resp_j (u - loc_j) / sigma_j^2, summed into
    part[(g*m + i)*2d + c] (delta) and part[(g*m + i)*2d + d + c] (delta * eps). Groups give the
    GPU enough threads when m*d is small (UCI: m*d = 13 260). pullback_finish: ghat[i, c] =
-   sum_g part / s, ghat[i, d + c] = sum_g part / s * sigmoid(rho_ic), groups summed in order. */
+   sum_g part / s, ghat[i, d + c] = sum_g part / s * sigmoid(rho_ic), groups summed in order.
+   With one group pullback writes ghat itself (part is ghat) and pullback_finish is not run. */
 extern "C" __global__ void pullback(const float *theta, const float *eps, const float *grad,
                                     const float *resp, const float *parts, const float *inv_var,
                                     int m, int s, int d, double tau, int groups, double *part) {
@@ -183,6 +184,14 @@ extern "C" __global__ void pullback(const float *theta, const float *eps, const 
         acc_rho += delta * (double)eps[k * d + c];
     }
     long long base = ((long long)g * m + i) * 2 * d;
+    if (groups == 1) {
+        /* one group: part is ghat itself, finished here (no pullback_finish launch) */
+        float rho = parts[(long long)i * 2 * d + d + c];
+        double sig = 1.0 / (1.0 + exp(-(double)rho));
+        part[base + c] = acc_loc / s;
+        part[base + d + c] = acc_rho / s * sig;
+        return;
+    }
     part[base + c] = acc_loc;
     part[base + d + c] = acc_rho;
 }

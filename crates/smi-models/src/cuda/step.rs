@@ -64,8 +64,8 @@ pub(super) struct Buffers {
     pub(super) ghat: CudaSlice<f64>,
     /// Draw groups of the pull-back ([`pullback_groups`]).
     pub(super) groups: usize,
-    /// The pull-back's per-group sums (groups×m×2d).
-    pub(super) part: CudaSlice<f64>,
+    /// The pull-back's per-group sums (groups×m×2d); none for one group, which writes ĝ.
+    pub(super) part: Option<CudaSlice<f64>>,
     /// The particles in `f32`, staged in page-locked memory for the copy up (m×2d).
     pub(super) host_parts: PinnedHostSlice<f32>,
     /// ĝ staged in page-locked memory for the copy down (m×2d).
@@ -308,13 +308,21 @@ impl CudaStep {
             .arg(&ss)
             .arg(&dd)
             .arg(&tau)
-            .arg(&groups)
-            .arg(&mut b.part);
-        // SAFETY: one thread per (draw group, particle, coordinate); part holds groups×m×2d
-        // values.
+            .arg(&groups);
+        // one group (MNIST) writes ĝ itself; more write their sums for pullback_finish
+        match b.part.as_mut() {
+            None => l.arg(&mut b.ghat),
+            Some(part) => l.arg(part),
+        };
+        // SAFETY: one thread per (draw group, particle, coordinate); the output holds
+        // groups×m×2d values (ĝ's m×2d for one group).
         unsafe { l.launch(grid(b.groups * m * d)?) }.ctx("pullback")?;
+        let Some(part) = b.part.as_ref() else {
+            prof.phase(gpu, "pull-back")?;
+            return Ok(());
+        };
         let mut l = gpu.launch(Kernel::PullbackFinish);
-        l.arg(&b.part)
+        l.arg(part)
             .arg(&b.parts)
             .arg(&mm)
             .arg(&ss)
@@ -402,7 +410,15 @@ impl CudaStep {
             resp: zeros(g, k * m, "the responsibilities")?,
             ghat: zeros(g, m * 2 * d, "ĝ")?,
             groups,
-            part: zeros(g, groups * m * 2 * d, "the pull-back's partial sums")?,
+            part: if groups > 1 {
+                Some(zeros(
+                    g,
+                    groups * m * 2 * d,
+                    "the pull-back's partial sums",
+                )?)
+            } else {
+                None
+            },
             host_parts: g.pinned_upload(m * 2 * d, "the particles")?,
             host_ghat: g.pinned_download(m * 2 * d, "ĝ")?,
         });
@@ -467,11 +483,27 @@ impl CudaStep {
                     RowLayout::Shared => r.to_vec(),
                     RowLayout::PerDraw => r.iter().copied().cycle().take(k * r.len()).collect(),
                 };
-                let rows = upload_indices(&self.gpu, &host, "the batch rows")?;
-                self.rows = Some(RowBuffer {
-                    rows,
-                    all_for: None,
-                });
+                // every MNIST step brings new rows: into the buffer of the last step when it
+                // is a shared-rows buffer of the same length (no allocation per step)
+                match self.rows.as_mut() {
+                    Some(rb) if rb.all_for.is_none() && rb.rows.len() == host.len().max(1) => {
+                        let ints = host
+                            .iter()
+                            .map(|&i| int(i, "the batch rows"))
+                            .collect::<Result<Vec<i32>>>()?;
+                        self.gpu
+                            .stream()
+                            .memcpy_htod(&ints, &mut rb.rows)
+                            .ctx("copying the batch rows to the GPU")?;
+                    }
+                    _ => {
+                        let rows = upload_indices(&self.gpu, &host, "the batch rows")?;
+                        self.rows = Some(RowBuffer {
+                            rows,
+                            all_for: None,
+                        });
+                    }
+                }
                 Ok((r.len(), big_n as f64 / r.len().max(1) as f64))
             }
             StepRows::All => {
