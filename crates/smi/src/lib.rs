@@ -93,10 +93,10 @@ mod svi;
 pub mod testing;
 
 pub use engine::{
-    apply_ascent, run, Control, ConvergenceSettings, ConvergenceState, EarlyStopSettings,
-    EarlyStopState, ElboChecks, ElboEstimate, ElboTrack, Engine, EpochEnd, Epochs, LossTrace,
-    NoObserver, NonFinitePolicy, ObjectiveWindows, Observer, Progress, RowSource, RunResult,
-    RunSettings, State, StepInfo, Termination, CHECKPOINT_FORMAT,
+    apply_ascent, finish_step, run, Control, ConvergenceSettings, ConvergenceState,
+    EarlyStopSettings, EarlyStopState, ElboChecks, ElboEstimate, ElboTrack, Engine, EpochEnd,
+    Epochs, LossTrace, NoObserver, NonFinitePolicy, ObjectiveWindows, Observer, Progress,
+    RowSource, RunResult, RunSettings, State, StepInfo, Termination, CHECKPOINT_FORMAT,
 };
 pub use error::{Error, Result};
 pub use guide::{GuideSettings, Init, Start};

@@ -15,7 +15,7 @@ use smi::kernel::{BandwidthFactor, Kernel, KernelSettings};
 use smi::rand::Rng;
 use smi::{
     AttractionNorm, Engine, Error, GradientReuse, GuideSettings, Layout, LogDensity, Mixture,
-    NonFinitePolicy, Result, State, SteinSettings, SteinVi, StepInfo,
+    Result, State, SteinSettings, SteinVi, StepInfo,
 };
 
 use super::error::CudaError;
@@ -136,8 +136,9 @@ impl<'a> CudaSteinVi<'a> {
 
     /// One step with the particles on the device: the ELBO gradients and the particles'
     /// distances there, the bandwidth and the m×m kernel weights here, φ, its norm and the
-    /// optimizer there. The same checks and counters as [`smi::apply_ascent`]: a non-finite
-    /// log density, ELBO or direction skips the update under [`NonFinitePolicy::Skip`].
+    /// optimizer there. The step ends in [`smi::finish_step`], as the CPU engines' in
+    /// [`smi::apply_ascent`]: a non-finite log density, ELBO or direction skips the update under
+    /// [`smi::NonFinitePolicy::Skip`].
     fn step_resident(
         &self,
         factor: BandwidthFactor,
@@ -163,7 +164,6 @@ impl<'a> CudaSteinVi<'a> {
             tau,
         )?;
         let t = state.step;
-        state.step = state.step.saturating_add(1);
         let elbo = elbo_estimate(&out.logp, &out.logq, tau);
         let bad = if let Some(i) = out.logp.iter().position(|v| !v.is_finite()) {
             Some(format!("model log density of draw {i}"))
@@ -174,34 +174,38 @@ impl<'a> CudaSteinVi<'a> {
         } else {
             None
         };
-        let norm2 = match bad {
-            Some(_) => f64::NAN,
+        let result = match bad {
+            Some(why) => Err(Error::non_finite(why)),
             None => {
                 let (c_att, c_rep) = self.force_weights(st.num_particles);
                 let coef = rbf_coefficients(&out.sq, factor);
                 dev.profile_phase("host: bandwidth and kernel weights")?;
-                dev.direction(&coef, c_att, c_rep)?
+                let norm2 = dev.direction(&coef, c_att, c_rep)?;
+                if norm2.is_finite() {
+                    Ok((norm2.sqrt(), elbo))
+                } else {
+                    Err(Error::non_finite(format!("update direction at step {t}")))
+                }
             }
         };
-        if bad.is_some() || !norm2.is_finite() {
-            let why = bad.unwrap_or_else(|| format!("update direction at step {t}"));
+        // the device holds the state after this step unless its update failed midway
+        let mut updated = true;
+        let info = smi::finish_step(
+            state,
+            &st.optimizer,
+            st.on_non_finite,
+            result,
+            |lr, state| {
+                let call = OptimizerCall::prepare(&st.optimizer, lr, &mut state.optimizer)?;
+                let launched = dev.optimizer_step(call);
+                updated = launched.is_ok();
+                launched
+            },
+        );
+        if updated {
             dev.set_mark(Some(Mark::of(state)));
-            return match st.on_non_finite {
-                NonFinitePolicy::Skip => {
-                    state.skipped_steps = state.skipped_steps.saturating_add(1);
-                    Ok(StepInfo::new(f64::NAN, f64::NAN, true))
-                }
-                NonFinitePolicy::Error => Err(Error::non_finite(why)),
-            };
         }
-        let lr = st.optimizer.lr_at(t, &state.lr_schedule);
-        let call = OptimizerCall::prepare(&st.optimizer, lr, &mut state.optimizer)?;
-        dev.optimizer_step(call)?;
-        dev.set_mark(Some(Mark::of(state)));
-        st.optimizer
-            .schedule()
-            .observe(st.optimizer.lr(), t, elbo, &mut state.lr_schedule);
-        Ok(StepInfo::new(norm2.sqrt(), elbo, false))
+        info
     }
 
     /// Which rows a step evaluates: the runner's, a per-draw sample of `batch_size` from

@@ -112,13 +112,10 @@ impl OptimizerCall {
                 })
             }
             (OptimizerState::Adam(s), OptimizerSettings::Adam { b1, b2, eps, .. }) => {
-                let i = s.t as f64 + 1.0;
-                let c1 = 1.0 - b1.powf(i);
-                let c2 = 1.0 - b2.powf(i);
-                s.t = s.t.saturating_add(1);
+                let (step, inv_sqrt_c2) = s.advance(lr, b1, b2);
                 Ok(OptimizerCall {
                     kind: 1,
-                    h: [lr / c1, b1, b2, 1.0 / c2.sqrt(), eps],
+                    h: [step, b1, b2, inv_sqrt_c2, eps],
                 })
             }
             (OptimizerState::Sgd(_), OptimizerSettings::Sgd { .. }) => Ok(OptimizerCall {

@@ -334,9 +334,11 @@ pub fn apply_ascent(
     policy: NonFinitePolicy,
     result: Result<(Vec<f64>, f64, f64)>,
 ) -> Result<StepInfo> {
-    let result = result.and_then(|r| {
-        if r.0.iter().all(|v| v.is_finite()) && r.2.is_finite() {
-            Ok(r)
+    let mut direction = Vec::new();
+    let result = result.and_then(|(d, loss, elbo)| {
+        if d.iter().all(|v| v.is_finite()) && elbo.is_finite() {
+            direction = d;
+            Ok((loss, elbo))
         } else {
             Err(crate::Error::non_finite(format!(
                 "update direction at step {}",
@@ -344,20 +346,38 @@ pub fn apply_ascent(
             )))
         }
     });
+    finish_step(state, optimizer, policy, result, |lr, state| {
+        direction.iter_mut().for_each(|v| *v = -*v);
+        state
+            .optimizer
+            .step_with_lr(optimizer, lr, state.particles.as_mut_slice(), &direction)
+    })
+}
+
+/// [`apply_ascent`] for an engine that moves the particles itself (the CUDA engine of
+/// `smi-models`, whose particles stay on a device): counts the step, then either calls
+/// `update(lr, state)` with the step's scheduled learning rate and feeds the ELBO to the
+/// schedule, or, for a recoverable error under [`NonFinitePolicy::Skip`], counts the skip.
+/// `result` holds the step's loss and ELBO (finite), or why there is no update.
+///
+/// # Errors
+/// `update`'s error, or `result`'s error unless it is recoverable and `policy` is
+/// [`NonFinitePolicy::Skip`].
+pub fn finish_step(
+    state: &mut State,
+    optimizer: &crate::OptimizerSettings,
+    policy: NonFinitePolicy,
+    result: Result<(f64, f64)>,
+    update: impl FnOnce(f64, &mut State) -> Result<()>,
+) -> Result<StepInfo> {
     // The schedule's clock: the step's index from 0 (skipped steps count).
     let t = state.step;
     // Saturating: a loaded state may carry any count.
     state.step = state.step.saturating_add(1);
     match result {
-        Ok((mut direction, loss, elbo)) => {
-            direction.iter_mut().for_each(|v| *v = -*v);
+        Ok((loss, elbo)) => {
             let lr = optimizer.lr_at(t, &state.lr_schedule);
-            state.optimizer.step_with_lr(
-                optimizer,
-                lr,
-                state.particles.as_mut_slice(),
-                &direction,
-            )?;
+            update(lr, state)?;
             optimizer
                 .schedule()
                 .observe(optimizer.lr(), t, elbo, &mut state.lr_schedule);

@@ -38,13 +38,7 @@ impl AdamState {
     ) -> Result<()> {
         // The caller, `OptimizerState::step`, has checked every buffer's length against `x`: the
         // update zips them, so a short one would leave parameters unmoved.
-        let i = self.t as f64 + 1.0;
-        let c1 = 1.0 - b1.powf(i);
-        let c2 = 1.0 - b2.powf(i);
-        // lr·m̂/(√v̂ + eps) with m̂ = m/c1, √v̂ = √v/√c2: the bias corrections folded into two
-        // scalars, so each coordinate costs one square root and one division.
-        let step = lr / c1;
-        let inv_sqrt_c2 = 1.0 / c2.sqrt();
+        let (step, inv_sqrt_c2) = self.advance(lr, b1, b2);
         let c = Coefs {
             b1,
             b2,
@@ -54,8 +48,21 @@ impl AdamState {
         };
         let update = |blk: Block<'_>| update(c, blk);
         for_each_block(x, g, &mut self.m, &mut self.v, update);
-        self.t = self.t.saturating_add(1);
         Ok(())
+    }
+
+    /// Counts a step and gives its two scalars: lr/c1 and 1/√c2 with the bias corrections
+    /// c1 = 1 − b1^t, c2 = 1 − b2^t of step t (from 1). The update of a coordinate is then
+    /// m = (1 − b1)g + b1·m, v = (1 − b2)g² + b2·v, x −= (lr/c1)·m/(√v·(1/√c2) + eps): lr·m̂/(√v̂ + eps)
+    /// with the corrections folded into two scalars, so each coordinate costs one square root
+    /// and one division. Public for an engine that runs the update elsewhere (the CUDA engine
+    /// of `smi-models`).
+    pub fn advance(&mut self, lr: f64, b1: f64, b2: f64) -> (f64, f64) {
+        let i = self.t as f64 + 1.0;
+        let c1 = 1.0 - b1.powf(i);
+        let c2 = 1.0 - b2.powf(i);
+        self.t = self.t.saturating_add(1);
+        (lr / c1, 1.0 / c2.sqrt())
     }
 }
 

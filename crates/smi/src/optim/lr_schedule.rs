@@ -285,10 +285,8 @@ impl LrSchedule {
     }
 
     /// Feeds the ELBO estimate of step `t` (after the step's update) to the schedule's state:
-    /// only reduce-on-plateau, after the warm-up, listens. An engine outside this crate that
-    /// runs its own update (the CUDA engine of `smi-models`) calls it as
-    /// [`crate::apply_ascent`] does.
-    pub fn observe(&self, lr: f64, t: u64, elbo: f64, state: &mut LrScheduleState) {
+    /// only reduce-on-plateau, after the warm-up, listens.
+    pub(crate) fn observe(&self, lr: f64, t: u64, elbo: f64, state: &mut LrScheduleState) {
         let LrDecay::Plateau(p) = self.decay else {
             return;
         };
