@@ -638,10 +638,10 @@ pub fn run(a: &FitArgs) -> Result<Stop> {
     let limits = Limits {
         deadline: a.max_time.map(|t| started + Duration::from_secs_f64(t)),
         interrupt: &interrupt,
-        checkpoint: (checkpointing && a.checkpoint_every > 0.0).then(|| {
+        checkpoint: checkpointing.then(|| {
             (
                 ckpt.state.as_path(),
-                Duration::from_secs_f64(a.checkpoint_every),
+                (a.checkpoint_every > 0.0).then(|| Duration::from_secs_f64(a.checkpoint_every)),
             )
         }),
         resume,
@@ -655,14 +655,11 @@ pub fn run(a: &FitArgs) -> Result<Stop> {
     if let Some(d) = &nuts {
         eprintln!("NUTS: {}", describe_nuts(d));
     }
-    // The final state goes to the checkpoint before validation and saving, and a finished
-    // fit removes it only once the model is saved: a kill at any moment leaves the model or a
-    // checkpoint that resumes.
+    // The run saved its final state to the checkpoint before returning, so before validation
+    // and saving; a finished fit removes it only once the model is saved: a kill at any moment
+    // leaves the model or a checkpoint that resumes.
     if checkpointing {
-        if let Some(state) = &out.state {
-            state
-                .save(&ckpt.state)
-                .with_context(|| format!("cannot write the checkpoint {}", ckpt.state.display()))?;
+        if out.state.is_some() {
             meta.seconds = seconds;
             ckpt.write_meta(&meta)?;
         }

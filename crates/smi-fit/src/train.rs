@@ -44,9 +44,9 @@ pub struct Limits<'a> {
     pub deadline: Option<Instant>,
     /// Stop at the first step boundary after a Ctrl-C.
     pub interrupt: &'a Interrupt,
-    /// Save the state here every `checkpoint_every`, and at the end of the run (finished or
-    /// stopped).
-    pub checkpoint: Option<(&'a Path, Duration)>,
+    /// Save the state here at the end of the run (finished or stopped), and every so often
+    /// when an interval is given.
+    pub checkpoint: Option<(&'a Path, Option<Duration>)>,
     /// Continue from this state instead of a fresh one.
     pub resume: Option<State>,
 }
@@ -178,7 +178,7 @@ pub fn train(
         inner: observer,
         deadline: limits.deadline,
         interrupt: limits.interrupt,
-        every: limits.checkpoint.map(|(_, every)| every),
+        every: limits.checkpoint.and_then(|(_, every)| every),
         saved: Instant::now(),
         why: Stop::Finished,
     };
