@@ -658,11 +658,9 @@ pub fn run(a: &FitArgs) -> Result<Stop> {
     // The run saved its final state to the checkpoint before returning, so before validation
     // and saving; a finished fit removes it only once the model is saved: a kill at any moment
     // leaves the model or a checkpoint that resumes.
-    if checkpointing {
-        if out.state.is_some() {
-            meta.seconds = seconds;
-            ckpt.write_meta(&meta)?;
-        }
+    if checkpointing && out.state.is_some() {
+        meta.seconds = seconds;
+        ckpt.write_meta(&meta)?;
     }
     let validation = if stop == Stop::Interrupted {
         None
