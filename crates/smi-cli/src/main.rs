@@ -3,6 +3,8 @@
 mod allocator;
 mod bench;
 mod data;
+mod fit;
+mod predict;
 mod report;
 
 use clap::{Parser, Subcommand};
@@ -34,13 +36,13 @@ enum Command {
     Bench(bench::Args),
     /// Fit a Bayesian neural network (regression or classification) to a CSV file and save
     /// it as a `.smi` model (calibration on test rows is reported by predict --metrics).
-    Fit(smi_fit::FitArgs),
+    Fit(fit::FitArgs),
     /// Predict the rows of a CSV file with a saved model: mean, std and a central interval
     /// (regression) or class probabilities (classification); with the target column,
     /// --metrics reports accuracy and calibration (interval coverage, reliability, ECE).
-    Predict(smi_fit::PredictArgs),
+    Predict(predict::PredictArgs),
     /// Describe a saved model: network, how it was fitted, validation metrics.
-    Inspect(smi_fit::InspectArgs),
+    Inspect(predict::InspectArgs),
     /// The data sets the experiments read: list them with their sources and SHA-256, fetch
     /// and verify them.
     Data(data::Args),
@@ -54,14 +56,14 @@ fn main() -> anyhow::Result<()> {
         Command::Report(args) => report::run(&args),
         Command::Bench(args) => bench::run(&args),
         Command::Fit(args) => {
-            if smi_fit::run(&args)? == smi_fit::Stop::Interrupted {
+            if fit::run(&args)? == smi_fit::Stop::Interrupted {
                 // The model and a checkpoint were saved; the status says the fit was cut short.
                 std::process::exit(smi_fit::INTERRUPTED_STATUS);
             }
             Ok(())
         }
-        Command::Predict(args) => smi_fit::predict::run(&args),
-        Command::Inspect(args) => smi_fit::inspect::run(&args),
+        Command::Predict(args) => predict::predict(&args),
+        Command::Inspect(args) => predict::inspect(&args),
         Command::Data(args) => data::run(&args),
     }
 }

@@ -7,20 +7,20 @@
 //! presets ([`smi::Method::preset`]); each experiment states only its deltas.
 //!
 //! Shared pieces: [`records`] (the JSONL records), [`locks`] (per-unit locks, so that runs
-//! sharing an output folder split the work), [`limits`] (up-front size checks), [`progress`]
-//! (progress bars), [`tables`] (Markdown), [`plot`] (fonts and figure helpers), and
-//! [`mod@bench`] (the benchmark cases of `smi bench`).
+//! sharing an output folder split the work), [`tables`] (Markdown), [`plot`] (figure helpers),
+//! and [`mod@bench`] (the benchmark cases of `smi bench`). The UCI fit protocol, progress bars,
+//! memory checks, atomic writes and the embedded font come from the floor below, `smi-fit`
+//! ([`smi_fit::protocol`], [`smi_fit::progress`], [`smi_fit::limits`], [`smi_fit::files`],
+//! [`smi_fit::plot`]).
 #![forbid(unsafe_code)]
 
 pub mod bench;
 pub mod cpu_time;
 pub mod device;
-pub mod limits;
 pub mod locks;
 pub mod mnist;
 pub mod paper;
 pub mod plot;
-pub mod progress;
 pub mod records;
 pub mod resumable;
 pub mod seeds;

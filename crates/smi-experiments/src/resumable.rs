@@ -22,7 +22,6 @@ use serde_json::{json, Value};
 use smi::{Engine, MethodSettings, Observer, Progress, RunSettings, State, Termination};
 
 use crate::cpu_time::CpuClock;
-use crate::records;
 
 /// Where a fit keeps its state and how often it saves it.
 #[derive(Clone, Debug, PartialEq)]
@@ -154,7 +153,7 @@ impl Observer for Saver<'_> {
             let path = self.ckpt.sidecar();
             let written = serde_json::to_vec(&v)
                 .map_err(std::io::Error::other)
-                .and_then(|b| records::write_atomic(&path, &b));
+                .and_then(|b| smi_fit::files::write_atomic(&path, &b));
             if let Err(e) = written {
                 if !self.warned {
                     eprintln!("cannot write {} ({e}); the fit goes on", path.display());

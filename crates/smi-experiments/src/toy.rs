@@ -22,9 +22,9 @@ use smi::{Engine, Init, Method, MethodSettings, OptimizerSettings, RunSettings};
 
 use crate::plot::{draw_legend, draw_markers, glyph, plot_err};
 use crate::plot::{init_font, is_png, thousands, with_footer, FONT_FAMILY, FOOTER_HEIGHT};
-use crate::progress::Bar;
 use crate::records;
 use crate::seeds::mix;
+use smi_fit::progress::Bar;
 
 /// The records' experiment name (`<out>/toy.jsonl`).
 pub const EXPERIMENT: &str = "toy";

@@ -7,13 +7,13 @@
 
 use std::path::{Path, PathBuf};
 
+use crate::files::write_atomic;
+use crate::protocol::Protocol;
 use anyhow::{bail, Context, Result};
 use serde::{Deserialize, Serialize};
 use smi::{LogDensity, Method, State};
-use smi_experiments::records::write_atomic;
-use smi_experiments::uci::UnitSettings;
 
-use crate::LrScheduleArg;
+use crate::options::LrScheduleKind;
 
 /// The `format` of `M.ckpt.json`.
 pub const META_FORMAT: &str = "smi-fit-checkpoint-v1";
@@ -100,9 +100,9 @@ impl Paths {
         method: Method,
         lr: Option<f64>,
         model: &dyn LogDensity,
-        s: &UnitSettings,
+        s: &Protocol,
         seed: u64,
-        schedule: LrScheduleArg,
+        schedule: LrScheduleKind,
     ) -> Result<State> {
         let engine = crate::train::method_settings(method, lr, s, seed, schedule)?.build(model)?;
         engine.load_state(&self.state).with_context(|| {
@@ -140,7 +140,7 @@ pub struct Meta {
     pub temperature: Option<f64>,
     /// The learning-rate schedule of the fit (`None` as for `temperature`).
     #[serde(default)]
-    pub lr_schedule: Option<LrScheduleArg>,
+    pub lr_schedule: Option<LrScheduleKind>,
     /// The options that define the model, as the fit resolved them, by flag (`--target`,
     /// `--features` in order, `--activation`, `--hidden`, `--prior-scale`,
     /// `--target-scaling`); `None` as for `temperature`.
@@ -193,7 +193,7 @@ impl Meta {
         &self,
         path: &Path,
         temperature: f64,
-        schedule: LrScheduleArg,
+        schedule: LrScheduleKind,
     ) -> Result<()> {
         match self.temperature {
             Some(t) if t != temperature => bail!(
@@ -214,19 +214,11 @@ impl Meta {
                 "--resume: the checkpoint {} is of a fit with --lr-schedule {}, not {} (resume \
                  with the options of that fit)",
                 path.display(),
-                schedule_name(s),
-                schedule_name(schedule)
+                s.name(),
+                schedule.name()
             );
         }
         Ok(())
-    }
-}
-
-/// The command-line spelling of a schedule.
-fn schedule_name(s: LrScheduleArg) -> &'static str {
-    match s {
-        LrScheduleArg::Constant => "constant",
-        LrScheduleArg::Cosine => "cosine",
     }
 }
 

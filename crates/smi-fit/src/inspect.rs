@@ -1,7 +1,7 @@
 //! `smi inspect`: what a saved model is, how it was fitted, and its validation metrics.
 
 use std::fmt::Write;
-use std::path::PathBuf;
+use std::path::Path;
 
 use anyhow::Result;
 
@@ -12,26 +12,18 @@ use smi_models::Noise;
 use super::diagnostics::describe_nuts;
 use super::model_file::{ModelFile, PayloadKind};
 use super::predict::{describe, noise_scales};
-use super::LrScheduleArg;
 
-/// Options of `smi inspect`.
-#[derive(clap::Args, Debug, Clone)]
-pub struct InspectArgs {
-    /// A model written by `smi fit --save`.
-    #[arg(long)]
-    pub model: PathBuf,
-    /// Print the whole JSON header instead of the summary.
-    #[arg(long)]
-    pub json: bool,
-}
-
-/// Runs `smi inspect`.
-pub fn run(a: &InspectArgs) -> Result<()> {
-    let m = ModelFile::load(&a.model)?;
-    if a.json {
+/// Runs `smi inspect`: the whole JSON header of the model at `path` (`json`) or its summary,
+/// on stdout.
+///
+/// # Errors
+/// A model file that cannot be read.
+pub fn run(path: &Path, json: bool) -> Result<()> {
+    let m = ModelFile::load(path)?;
+    if json {
         println!("{}", serde_json::to_string_pretty(&m.header)?);
     } else {
-        print!("{}", summary(&m, &a.model.display().to_string()));
+        print!("{}", summary(&m, &path.display().to_string()));
     }
     Ok(())
 }
@@ -166,10 +158,7 @@ pub fn summary(m: &ModelFile, name: &str) -> String {
             "fitted with  lr {lr} ({}, {} schedule), ≤ {} steps, S = {}, batch {}, early \
              stopping {}, seed {}",
             s.lr_mode,
-            match s.lr_schedule {
-                LrScheduleArg::Constant => "constant",
-                LrScheduleArg::Cosine => "cosine",
-            },
+            s.lr_schedule.name(),
             s.max_steps,
             s.elbo_draws,
             s.batch_size

@@ -3,7 +3,7 @@
 //! A size on the command line (`--hidden 100000000`, `--particles 1000000000`,
 //! `--draws 100000000000`) multiplies into buffers that no machine holds; allocating them
 //! aborts the process. Before fitting or predicting, the biggest buffers are sized here with
-//! checked arithmetic and compared with the machine's physical memory ([`memory_limit`]); a
+//! checked arithmetic and compared with the machine's physical memory ([`machine_memory`]); a
 //! run that cannot fit is refused with a message naming the flags that size it.
 //!
 //! The sizes are lower bounds of what the run allocates (the largest buffers only), so a run
@@ -12,14 +12,62 @@
 
 use anyhow::{bail, Result};
 
-/// The physical memory of this machine in bytes: `MemTotal` of `/proc/meminfo`, or 64 GiB
-/// where that cannot be read ([`smi_experiments::limits::machine_memory`], shared with
-/// `smi reproduce`).
-pub fn memory_limit() -> u64 {
-    smi_experiments::limits::machine_memory()
+/// Assumed memory when `/proc/meminfo` cannot be read (not Linux).
+const FALLBACK_MEMORY: u64 = 64 << 30;
+
+/// This machine's physical memory in bytes (`MemTotal` of `/proc/meminfo`; 64 GiB where it
+/// cannot be read).
+pub fn machine_memory() -> u64 {
+    std::fs::read_to_string("/proc/meminfo")
+        .ok()
+        .and_then(|t| {
+            let line = t.lines().find(|l| l.starts_with("MemTotal:"))?;
+            let kib: u64 = line.split_whitespace().nth(1)?.parse().ok()?;
+            kib.checked_mul(1024)
+        })
+        .unwrap_or(FALLBACK_MEMORY)
 }
 
-pub use smi_experiments::limits::human;
+/// The product of `factors` in checked arithmetic (`None` on overflow).
+pub fn product(factors: &[u64]) -> Option<u64> {
+    factors.iter().try_fold(1u64, |acc, &f| acc.checked_mul(f))
+}
+
+/// `bytes` in binary units, e.g. "23.6 GiB" ("512 bytes" below 1 KiB).
+pub fn human(bytes: u128) -> String {
+    const UNITS: [&str; 7] = ["bytes", "KiB", "MiB", "GiB", "TiB", "PiB", "EiB"];
+    let mut v = bytes as f64;
+    let mut u = 0;
+    while v >= 1024.0 && u + 1 < UNITS.len() {
+        v /= 1024.0;
+        u += 1;
+    }
+    if u == 0 {
+        format!("{bytes} bytes")
+    } else {
+        format!("{v:.1} {}", UNITS[u])
+    }
+}
+
+/// Refuses `option` when `needed` bytes (`None`: beyond 64-bit arithmetic) exceed `available`;
+/// `what` says what needs them.
+///
+/// # Errors
+/// The refusal, naming `option` and both sizes.
+pub fn check_memory(option: &str, what: &str, needed: Option<u64>, available: u64) -> Result<()> {
+    match needed {
+        None => {
+            bail!("{option}: {what} would need more than 2^64 bytes of memory; use a smaller value")
+        }
+        Some(n) if n > available => bail!(
+            "{option}: {what} would need at least {} of memory, more than this machine's {}; \
+             use a smaller value",
+            human(n.into()),
+            human(available.into())
+        ),
+        Some(_) => Ok(()),
+    }
+}
 
 /// One buffer of a run.
 struct Item {
@@ -76,9 +124,9 @@ impl Default for Budget {
 }
 
 impl Budget {
-    /// An empty budget against this machine's memory ([`memory_limit`]).
+    /// An empty budget against this machine's memory ([`machine_memory`]).
     pub fn new() -> Self {
-        Self::with_limit(memory_limit())
+        Self::with_limit(machine_memory())
     }
 
     /// An empty budget against `limit` bytes.
@@ -152,7 +200,7 @@ mod tests {
 
     #[test]
     fn refuses_what_does_not_fit_naming_the_flags() {
-        assert!(memory_limit() > 0);
+        assert!(machine_memory() > 0);
         assert_eq!(human(512), "512 bytes");
         assert_eq!(human(3 << 30), "3.0 GiB");
 
@@ -194,5 +242,17 @@ mod tests {
             names(&["--a 1, --hidden 50,50", "--a 2"]),
             "--a or --hidden"
         );
+    }
+
+    #[test]
+    fn checks_name_the_option() {
+        assert!(machine_memory() > 1 << 20);
+        assert_eq!(product(&[2, 3, 4]), Some(24));
+        assert_eq!(product(&[u64::MAX, 2]), None);
+        assert!(check_memory("--x", "it", Some(10), 10).is_ok());
+        let e = check_memory("--x", "it", Some(11 << 30), 10 << 30).unwrap_err();
+        assert!(e.to_string().contains("--x") && e.to_string().contains("11.0 GiB"));
+        let e = check_memory("--x", "it", None, 10).unwrap_err();
+        assert!(e.to_string().contains("--x"));
     }
 }

@@ -6,15 +6,24 @@ use super::*;
 /// before anything is allocated. `sizes` are the network's widths, `train`/`val` the rows
 /// fitted and validated.
 pub(super) fn check_fit_memory(
-    a: &FitArgs,
-    method: Method,
+    a: &FitOptions,
     sizes: &[usize],
     elbo_draws: usize,
     train: usize,
     val: usize,
     validates: bool,
 ) -> Result<()> {
-    let hidden = format!("--hidden {}", a.hidden);
+    let method = a.method;
+    let hidden = format!(
+        "--hidden {}",
+        sizes
+            .get(1..sizes.len().saturating_sub(1))
+            .unwrap_or_default()
+            .iter()
+            .map(usize::to_string)
+            .collect::<Vec<_>>()
+            .join(",")
+    );
     let net = network_dim(sizes).ok_or_else(|| {
         anyhow!("{hidden}: the network is too large (its parameter count overflows)")
     })?;
@@ -22,7 +31,7 @@ pub(super) fn check_fit_memory(
         .checked_add(1)
         .ok_or_else(|| anyhow!("{hidden}: the network is too large"))?;
     let normal = matches!(method, Method::Smi | Method::Ovi);
-    let guide = fitting::guide_of(a).unwrap_or_else(smi::GuideSettings::normal);
+    let guide = a.guide.unwrap_or_else(smi::GuideSettings::normal);
     let p = if normal { guide.param_dim(d) } else { d };
     let mut b = Budget::new();
     let widths: usize = sizes.iter().fold(0usize, |s, &w| s.saturating_add(w));

@@ -1,5 +1,6 @@
-//! `smi predict`: predictions of a saved model for the rows of a CSV file, and the prediction
-//! core that `smi fit` also uses for its validation metrics.
+//! Predictions of a fitted model: the values every front end and report consumes (`smi
+//! predict` on a CSV file is [`crate::predict_csv`]; `smi fit` scores its validation split
+//! here).
 //!
 //! Regression: θ draws from the fitted approximation (SMI/OVI: `--draws` mixture draws; SVGD,
 //! ASVGD, MAP: the particles; NUTS: the stored draws), mapped back to target units. Per row:
@@ -8,9 +9,7 @@
 //! `--interval` from max(`--draws`, #θ) draws of y = y_loc + σ·ε (θ draws used in turn).
 //! Classification: the draw-averaged class probabilities and the most probable class.
 
-use std::path::{Path, PathBuf};
-
-use anyhow::{anyhow, bail, Context, Result};
+use anyhow::{bail, Context, Result};
 use rand::{Rng, SeedableRng};
 use rand_chacha::ChaCha8Rng;
 use smi::metrics::{central_interval, gaussian_log_lik, pointwise_log_predictive};
@@ -18,92 +17,10 @@ use smi::Matrix;
 use smi_models::{BnnClassifier, BnnRegression, Mlp, Noise};
 
 use super::calibration::{central_hits, COVERAGE_LEVELS};
-use super::csv_input::{read_table, show, Table};
 use super::limits::Budget;
-use super::metrics_report::{MetricsReport, ReportSettings};
-use super::model_file::{finite, Header, Metrics, ModelFile, Task};
-use super::reliability_plot;
-use super::targets::{targets, Targets};
+use super::model_file::{finite, Header, Metrics, Task};
+use crate::protocol::prediction_rng;
 use smi::Posterior;
-use smi_experiments::uci::prediction_rng;
-
-/// Options of `smi predict`.
-#[derive(clap::Args, Debug, Clone)]
-pub struct PredictArgs {
-    /// A model written by `smi fit --save`.
-    #[arg(long)]
-    pub model: PathBuf,
-    /// Rows to predict: a CSV file with a header row holding (at least) the model's feature
-    /// columns; other columns are ignored, except the target column, which (when present)
-    /// gives test metrics on stderr: one line, or the full report with --metrics.
-    #[arg(long)]
-    pub csv: PathBuf,
-    /// Mass of the central predictive interval (regression models only; a classifier's output
-    /// has no interval, and giving it is an error) [default: 0.9].
-    #[arg(long)]
-    pub interval: Option<f64>,
-    /// Predictive draws (θ draws for SMI/OVI; y draws per row for the interval).
-    #[arg(long, default_value_t = 1000)]
-    pub draws: usize,
-    /// Output CSV: regression `mean,std,lower,upper`; classification one `prob_<class>`
-    /// column per class and `predicted_class`; rows in input order.
-    #[arg(long)]
-    pub out: PathBuf,
-    /// Seed of the prediction draws [default: the fit's seed].
-    #[arg(long)]
-    pub seed: Option<u64>,
-    /// Print the test metrics and how well the predictive uncertainty matches the errors
-    /// (the CSV must have the target column, checked before anything is written).
-    /// Regression: NLL, RMSE and the coverage of the central predictive intervals of mass 50,
-    /// 80, 90 and 95 % (observed against nominal, and their mean |difference|, the
-    /// calibration error). Classification: NLL, accuracy, a reliability table (10 bins of
-    /// top-class confidence: rows, mean confidence, accuracy), the ECE and whether the model
-    /// is over- or underconfident. With FILE, also write them as JSON there (as
-    /// --metrics-json FILE). Without --metrics, a target column gives a one-line summary.
-    #[arg(long, value_name = "FILE", num_args = 0..=1)]
-    pub metrics: Option<Option<PathBuf>>,
-    /// Write the test metrics of --metrics as JSON to FILE (fields: task, n, skipped_rows,
-    /// nll, rmse, accuracy, coverage (a list of {level, observed, inside}),
-    /// calibration_error, interval, ece, mean_confidence, reliability (a list of {lower,
-    /// upper, count, mean_confidence, accuracy}), verdict, model, target, draws, seed; null
-    /// where a field does not apply to the task).
-    #[arg(long, value_name = "FILE")]
-    pub metrics_json: Option<PathBuf>,
-    /// Draw the reliability diagram of the test metrics as a PNG: accuracy against top-class
-    /// confidence per bin (classification) or observed against nominal interval coverage
-    /// (regression), with the diagonal, the counts, the ECE or calibration error and the
-    /// settings.
-    #[arg(long, value_name = "FILE.png")]
-    pub reliability_plot: Option<PathBuf>,
-}
-
-impl PredictArgs {
-    /// The JSON files of the test metrics (`--metrics-json FILE`, `--metrics FILE`), each with
-    /// its flag.
-    fn metrics_files(&self) -> Vec<(&Path, &'static str)> {
-        let json = self.metrics_json.as_deref().map(|p| (p, "--metrics-json"));
-        let old = self.metrics.as_ref().and_then(|m| m.as_deref());
-        json.into_iter()
-            .chain(old.map(|p| (p, "--metrics")))
-            .collect()
-    }
-
-    /// The flag that asks for test metrics (for messages), if any does.
-    fn metrics_flag(&self) -> Option<String> {
-        let shown = |flag: &str, p: &Path| format!("{flag} {}", p.display());
-        if let Some(p) = &self.metrics_json {
-            Some(shown("--metrics-json", p))
-        } else if let Some(p) = &self.reliability_plot {
-            Some(shown("--reliability-plot", p))
-        } else {
-            match &self.metrics {
-                Some(Some(p)) => Some(shown("--metrics", p)),
-                Some(None) => Some("--metrics".into()),
-                None => None,
-            }
-        }
-    }
-}
 
 /// Rows per forward-pass chunk (bounds memory at draws × CHUNK values).
 pub const CHUNK: usize = 4096;
@@ -392,213 +309,8 @@ pub fn class_metrics(out: &ClassOutput, labels: &[usize]) -> Metrics {
     }
 }
 
-/// The model's feature columns of `table`, standardised with the model's training statistics.
-pub fn features(h: &Header, table: &Table) -> Result<Matrix> {
-    let idx: Vec<usize> = h
-        .features
-        .iter()
-        .map(|f| table.column(f, "a feature the model was fitted on"))
-        .collect::<Result<_>>()?;
-    let cols = idx.len();
-    if h.x_scaler.mean.len() != cols || h.x_scaler.std.len() != cols {
-        bail!(
-            "corrupt model header: x_scaler has {} means for {cols} features",
-            h.x_scaler.mean.len()
-        );
-    }
-    let mut x = table.numbers(&idx)?;
-    h.x_scaler.apply(&mut x).map_err(|(r, c)| {
-        anyhow!(
-            "{}: {} lies too far outside the training data to standardise (training mean {}, \
-             std {})",
-            table.at(r, idx[c]),
-            show(&table.rows[r][idx[c]]),
-            h.x_scaler.mean[c],
-            h.x_scaler.std[c]
-        )
-    })?;
-    Ok(Matrix::from_vec(table.len(), cols, x)?)
-}
-
 /// The default mass of the central predictive interval.
 pub const DEFAULT_INTERVAL: f64 = 0.9;
-
-fn check_args(a: &PredictArgs) -> Result<()> {
-    if let Some(i) = a.interval {
-        if !(i > 0.0 && i < 1.0) {
-            bail!("--interval must be in (0, 1), got {i}");
-        }
-    }
-    if a.draws < 2 {
-        bail!("--draws must be at least 2");
-    }
-    Ok(())
-}
-
-fn write_csv(
-    path: &Path,
-    header: &[String],
-    rows: impl Iterator<Item = Vec<String>>,
-) -> Result<()> {
-    let mut w = csv::Writer::from_path(path)
-        .with_context(|| format!("cannot create {}", path.display()))?;
-    w.write_record(header)
-        .with_context(|| format!("cannot write {}", path.display()))?;
-    for r in rows {
-        w.write_record(&r)
-            .with_context(|| format!("cannot write {}", path.display()))?;
-    }
-    w.flush()
-        .with_context(|| format!("cannot write {}", path.display()))?;
-    Ok(())
-}
-
-/// Runs `smi predict`.
-pub fn run(a: &PredictArgs) -> Result<()> {
-    check_args(a)?;
-    let mut outputs: Vec<(&Path, &str)> = vec![(&a.out, "--out")];
-    outputs.extend(a.metrics_files());
-    if let Some(p) = &a.reliability_plot {
-        outputs.push((p, "--reliability-plot"));
-    }
-    for (p, flag) in &outputs {
-        for (input, in_flag) in [(&a.csv, "--csv"), (&a.model, "--model")] {
-            if same_file(p, input) {
-                bail!(
-                    "{flag} {} is the {in_flag} file: writing it would destroy the input; give \
-                     another path",
-                    p.display()
-                );
-            }
-        }
-        super::check_writable(p, flag)?;
-    }
-    let model = ModelFile::load(&a.model)?;
-    let h = &model.header;
-    if h.task == Task::Classification && a.interval.is_some() {
-        bail!(
-            "--interval: {} is a classifier; its predictions are class probabilities, which \
-             have no interval (--interval applies to regression models)",
-            a.model.display()
-        );
-    }
-    let interval = a.interval.unwrap_or(DEFAULT_INTERVAL);
-    let fitted = model.fitted()?;
-    let table = read_table(&a.csv)?;
-    let x = features(h, &table)?;
-    let seed = a.seed.unwrap_or(h.settings.seed);
-    let targets = targets(h, &table)?;
-    if let (Some(flag), Targets::None(why)) = (a.metrics_flag(), &targets) {
-        bail!("{flag}: no test metrics to report: {why}");
-    }
-    let settings = ReportSettings {
-        model: a.model.file_name().map_or_else(
-            || a.model.display().to_string(),
-            |n| n.to_string_lossy().into_owned(),
-        ),
-        target: h.target.clone(),
-        draws: a.draws,
-        seed,
-    };
-    check_memory(h, &fitted, a.draws, x.rows())?;
-    let metrics = match h.task {
-        Task::Regression => {
-            let y = match &targets {
-                Targets::Values(y) => Some(y.as_slice()),
-                _ => None,
-            };
-            let out = predict_regression(h, &fitted, &x, a.draws, interval, seed, y)?;
-            let head = ["mean", "std", "lower", "upper"].map(String::from);
-            write_csv(
-                &a.out,
-                &head,
-                (0..out.mean.len()).map(|i| {
-                    [out.mean[i], out.std[i], out.lower[i], out.upper[i]]
-                        .iter()
-                        .map(|v| v.to_string())
-                        .collect()
-                }),
-            )?;
-            match y {
-                Some(y) => {
-                    let m = regression_metrics(&out, y, interval);
-                    let report = MetricsReport::regression(&m, &out, y.len(), settings)?;
-                    Some((m, report))
-                }
-                None => None,
-            }
-        }
-        Task::Classification => {
-            let classes = h
-                .classes
-                .as_ref()
-                .context("corrupt model header: a classifier without classes")?;
-            let out = predict_classes(h, &fitted, &x, a.draws, seed)?;
-            if out.probs.iter().any(|p| p.len() != classes.len()) {
-                bail!(
-                    "corrupt model header: {} class names for a network with a different \
-                     number of outputs",
-                    classes.len()
-                );
-            }
-            let mut head: Vec<String> = classes.iter().map(|c| format!("prob_{c}")).collect();
-            head.push("predicted_class".into());
-            write_csv(
-                &a.out,
-                &head,
-                out.probs.iter().zip(&out.predicted).map(|(p, &k)| {
-                    let mut r: Vec<String> = p.iter().map(|v| v.to_string()).collect();
-                    r.push(classes.get(k).cloned().unwrap_or_default());
-                    r
-                }),
-            )?;
-            match &targets {
-                Targets::Classes(known) => Some(known.metrics(&out, settings)?),
-                _ => None,
-            }
-        }
-    };
-    eprintln!(
-        "wrote {} predictions of {} rows to {}",
-        h.task.name(),
-        table.len(),
-        a.out.display()
-    );
-    if let Targets::None(why) = &targets {
-        if table.headers.contains(&h.target) {
-            eprintln!("note: no test metrics: {why}");
-        }
-    }
-    if let Some((m, report)) = metrics {
-        show_metrics(a, &m, &report)?;
-    }
-    Ok(())
-}
-
-/// Shows the test metrics on stderr as `a` asks: the report (`--metrics`), else one line;
-/// writes the JSON file and the reliability diagram when asked for.
-fn show_metrics(a: &PredictArgs, m: &Metrics, report: &MetricsReport) -> Result<()> {
-    if a.metrics.is_some() {
-        eprint!("{}", report.text());
-    } else {
-        eprintln!(
-            "test metrics (column {} present): {} (--metrics for interval coverage or a \
-             reliability table)",
-            show(&report.target),
-            describe(m)
-        );
-    }
-    for (p, _) in a.metrics_files() {
-        let text = serde_json::to_string_pretty(report)?;
-        std::fs::write(p, text).with_context(|| format!("cannot write {}", p.display()))?;
-    }
-    if let Some(p) = &a.reliability_plot {
-        reliability_plot::write(p, report)
-            .with_context(|| format!("--reliability-plot {}", p.display()))?;
-        eprintln!("wrote the reliability diagram to {}", p.display());
-    }
-    Ok(())
-}
 
 /// A one-line summary of metrics.
 pub fn describe(m: &Metrics) -> String {
@@ -621,12 +333,4 @@ pub fn describe(m: &Metrics) -> String {
         s.push_str(&format!(" ({k} rows with unknown labels not scored)"));
     }
     s
-}
-
-/// Whether `a` and `b` name one existing file (after resolving links and `..`).
-fn same_file(a: &Path, b: &Path) -> bool {
-    match (std::fs::canonicalize(a), std::fs::canonicalize(b)) {
-        (Ok(x), Ok(y)) => x == y,
-        _ => false,
-    }
 }

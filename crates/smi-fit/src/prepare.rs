@@ -222,7 +222,7 @@ pub(super) fn header_stub(spec: &Spec, prep: &Prepared) -> Header {
     Header {
         magic: MAGIC.into(),
         format_version: FORMAT_VERSION,
-        smi_version: smi_experiments::records::VERSION.into(),
+        smi_version: crate::VERSION.into(),
         task: spec.task,
         method: String::new(),
         architecture: Architecture {

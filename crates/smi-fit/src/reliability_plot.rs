@@ -8,11 +8,11 @@
 
 use std::path::Path;
 
+use crate::plot::{init_font, FONT_FAMILY};
 use anyhow::Result;
 use plotters::coord::types::RangedCoordf64;
 use plotters::prelude::*;
 use plotters::style::text_anchor::{HPos, Pos, VPos};
-use smi_experiments::plot::{init_font, FONT_FAMILY};
 
 use super::metrics_report::MetricsReport;
 use super::model_file::Task;
@@ -330,7 +330,7 @@ mod tests {
         for task in [Task::Regression, Task::Classification] {
             let path = dir.path().join(format!("{}.png", task.name()));
             write(&path, &report(task)).unwrap();
-            assert!(smi_experiments::plot::is_png(&path));
+            assert!(crate::plot::is_png(&path));
         }
         assert!(write(
             &dir.path().join("no/such/dir.png"),

@@ -1,6 +1,8 @@
-//! Tests of the fitting pipeline: task guessing, option parsing, writability, and fuzz harnesses of the CSV reader.
+//! Tests of the fitting pipeline: task guessing, writability, stopping and resuming, and fuzz
+//! harnesses of the CSV reader.
 
 use super::csv_input::read_from;
+use super::source::read_data;
 use super::*;
 use proptest::prelude::*;
 
@@ -135,16 +137,7 @@ fn task_overrides_the_guess() {
 }
 
 #[test]
-fn lists_with_empty_entries_are_errors() {
-    assert_eq!(parse_hidden("50, 50").unwrap(), [50, 50]);
-    for bad in ["2,,2", "50,", ",50", "", " ", "0", "a", "-1"] {
-        let e = parse_hidden(bad).unwrap_err().to_string();
-        assert!(e.starts_with("--hidden"), "{bad:?}: {e}");
-    }
-    assert!(parse_hidden("2,,2")
-        .unwrap_err()
-        .to_string()
-        .contains("width 2 is empty"));
+fn feature_lists_with_empty_entries_are_errors() {
     let t = table("a,b,y\n1,2,3\n4,5,6\n");
     let names = |v: &[&str]| v.iter().map(|s| s.to_string()).collect::<Vec<_>>();
     let e = read_data(&t, "y", Some(&names(&["a", "", "b"])), None, false)
@@ -253,7 +246,7 @@ fn exercise(bytes: &[u8]) {
         // Prediction: this column as the model's only feature.
         let mut m = super::model_file::tests::sample();
         m.header.features = vec![name.clone()];
-        let _ = predict::features(&m.header, &t);
+        let _ = predict_csv::features(&m.header, &t);
     }
 }
 
@@ -279,29 +272,13 @@ proptest! {
     }
 }
 
-#[test]
-fn durations_take_seconds_or_a_unit() {
-    for (text, secs) in [
-        ("90", 90.0),
-        ("1.5m", 90.0),
-        ("2h", 7200.0),
-        (" 10 s ", 10.0),
-    ] {
-        assert_eq!(parse_duration(text), Ok(secs), "{text}");
-    }
-    assert_eq!(parse_duration("10min"), Ok(600.0));
-    for bad in ["", "-1", "1d", "m", "inf", "NaN"] {
-        assert!(parse_duration(bad).is_err(), "{bad:?}");
-    }
-}
-
 /// A 1 → 3 → 1 regression network on 20 rows, and its settings with `steps` steps.
-fn tiny_fit(steps: u64) -> (BnnRegression, UnitSettings) {
+fn tiny_fit(steps: u64) -> (BnnRegression, Protocol) {
     let x = Matrix::from_fn(20, 1, |i, _| i as f64 / 10.0 - 1.0);
     let y = (0..20).map(|i| (i as f64 / 5.0).sin()).collect();
     let mlp = Mlp::new(&[1, 3, 1], Activation::Relu).unwrap();
     let model = BnnRegression::new(mlp, x, y, Noise::uci()).unwrap();
-    let s = UnitSettings {
+    let s = Protocol {
         max_steps: steps,
         num_particles: 2,
         elbo_draws: 2,
@@ -325,7 +302,7 @@ fn stops_and_resumes_leave_the_fit_unchanged() {
     use train::{train, Limits};
     let (model, s) = tiny_fit(12);
     let lr = Some(5e-3);
-    let whole = smi_experiments::uci::fit(Method::Smi, lr, &model, &s, 1, &mut smi::NoObserver)
+    let whole = protocol::fit(Method::Smi, lr, &model, &s, 1, &mut smi::NoObserver)
         .unwrap()
         .state
         .unwrap();
@@ -343,7 +320,7 @@ fn stops_and_resumes_leave_the_fit_unchanged() {
             &model,
             &s,
             1,
-            LrScheduleArg::Constant,
+            LrScheduleKind::Constant,
             l,
             &mut smi::NoObserver,
         )
@@ -363,7 +340,7 @@ fn stops_and_resumes_leave_the_fit_unchanged() {
     assert_eq!(rest.fit.state.unwrap().particles, whole.particles);
     // A state of another configuration is refused.
     let (_, other) = tiny_fit(12);
-    let other = UnitSettings {
+    let other = Protocol {
         num_particles: 3,
         ..other
     };
@@ -373,7 +350,7 @@ fn stops_and_resumes_leave_the_fit_unchanged() {
         &model,
         &other,
         1,
-        LrScheduleArg::Constant,
+        LrScheduleKind::Constant,
         limits(&never, None, None),
         &mut smi::NoObserver,
     )
@@ -386,7 +363,7 @@ fn stops_and_resumes_leave_the_fit_unchanged() {
         &model,
         &s,
         1,
-        LrScheduleArg::Constant,
+        LrScheduleKind::Constant,
         limits(&never, None, foreign),
         &mut smi::NoObserver,
     )

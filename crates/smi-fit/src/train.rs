@@ -6,15 +6,15 @@
 use std::path::Path;
 use std::time::{Duration, Instant};
 
+use crate::protocol::{fit as fit_method, Protocol};
 use anyhow::Result;
 use smi::{
     Control, Fit, LogDensity, LrDecay, LrSchedule, Method, MethodSettings, Observer,
     OptimizerSettings, Posterior, Progress, RunSettings, State,
 };
-use smi_experiments::uci::{fit as fit_method, UnitSettings};
 
 use super::interrupt::Interrupt;
-use super::LrScheduleArg;
+use crate::options::LrScheduleKind;
 
 /// Why a training run ended.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -101,7 +101,7 @@ impl Observer for Limited<'_> {
     }
 }
 
-/// The final learning rate of [`LrScheduleArg::Cosine`] as a fraction of the base rate.
+/// The final learning rate of [`LrScheduleKind::Cosine`] as a fraction of the base rate.
 pub const COSINE_FLOOR: f64 = 0.01;
 
 /// The engine settings of `method` at `lr` under `s` with `seed` and the learning-rate
@@ -112,13 +112,13 @@ pub const COSINE_FLOOR: f64 = 0.01;
 pub fn method_settings(
     method: Method,
     lr: Option<f64>,
-    s: &UnitSettings,
+    s: &Protocol,
     seed: u64,
-    schedule: LrScheduleArg,
+    schedule: LrScheduleKind,
 ) -> Result<MethodSettings> {
     let settings = s.method_settings(method, lr, seed)?;
     Ok(match (schedule, lr) {
-        (LrScheduleArg::Cosine, Some(lr)) if method != Method::Nuts => {
+        (LrScheduleKind::Cosine, Some(lr)) if method != Method::Nuts => {
             settings.with_optimizer(OptimizerSettings::adam(lr).with_schedule(LrSchedule {
                 warmup_steps: 0,
                 decay: LrDecay::Cosine {
@@ -142,9 +142,9 @@ pub fn train(
     method: Method,
     lr: Option<f64>,
     model: &dyn LogDensity,
-    s: &UnitSettings,
+    s: &Protocol,
     seed: u64,
-    schedule: LrScheduleArg,
+    schedule: LrScheduleKind,
     mut limits: Limits<'_>,
     observer: &mut dyn Observer,
 ) -> Result<Trained> {
@@ -227,7 +227,7 @@ mod tests {
     /// optimizer; `constant` leaves the UCI settings' constant Adam.
     #[test]
     fn the_cosine_schedule_spans_the_budget() {
-        let s = UnitSettings {
+        let s = Protocol {
             max_steps: 700,
             num_particles: 2,
             elbo_draws: 2,
@@ -246,7 +246,7 @@ mod tests {
                 MethodSettings::Stein(st) => st.optimizer,
                 _ => unreachable!("SMI is a Stein method"),
             };
-        let cosine = optimizer(LrScheduleArg::Cosine);
+        let cosine = optimizer(LrScheduleKind::Cosine);
         let OptimizerSettings::Adam { lr, schedule, .. } = cosine else {
             unreachable!("Adam")
         };
@@ -254,7 +254,7 @@ mod tests {
         assert_eq!(schedule.decay, LrDecay::Cosine { steps: 700 });
         assert!((schedule.min_lr - 1e-4).abs() < 1e-18);
         assert_eq!(
-            optimizer(LrScheduleArg::Constant),
+            optimizer(LrScheduleKind::Constant),
             OptimizerSettings::adam(0.01)
         );
     }

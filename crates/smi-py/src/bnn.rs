@@ -1,7 +1,7 @@
 //! The built-in Bayesian networks of `smi fit` from Python: the Rust half of the scikit-learn
 //! estimators `smi.BNNRegressor` and `smi.BNNClassifier` (python/smi/sklearn.py).
 //!
-//! [`bnn_fit`] runs [`smi_fit::arrays::fit_arrays`], the pipeline of `smi fit`, on NumPy arrays
+//! [`bnn_fit`] runs [`smi_fit::fit`], the pipeline of `smi fit`, on NumPy arrays
 //! and returns a [`BnnModel`]: the model file `smi fit --save` writes, which `save`/`load` and
 //! `to_bytes`/`from_bytes` move to and from disk and pickles unchanged.
 
@@ -12,9 +12,10 @@ use numpy::{PyArray1, PyArray2, PyArrayMethods, PyReadonlyArray1, PyReadonlyArra
 use pyo3::exceptions::PyValueError;
 use pyo3::prelude::*;
 use pyo3::types::PyBytes;
-use smi_fit::arrays::{self, ArrayData, ArrayOptions};
+use smi_fit::arrays;
 use smi_fit::interrupt::Interrupt;
 use smi_fit::model_file::ModelFile;
+use smi_fit::{ArrayData, FitOptions, RunControl, Source};
 
 use crate::{guard, SmiError};
 
@@ -277,21 +278,22 @@ pub fn bnn_fit(
         features: features.unwrap_or_else(|| (0..cols).map(|j| format!("x{j}")).collect()),
         target,
     };
-    let options = ArrayOptions {
+    let method: smi::Method = method
+        .parse()
+        .map_err(|e: smi::Error| fit_err(anyhow::Error::new(e).context("--method")))?;
+    let options = FitOptions {
         method,
         hidden,
         particles,
-        elbo_draws,
+        elbo_draws: Some(elbo_draws),
         lr,
         max_steps,
         batch_size,
         validation,
         seed,
-        early_stopping: true,
         prior_scale,
         temperature,
-        lr_schedule: Default::default(),
-        guide: None,
+        ..FitOptions::default()
     };
     let pool = rayon::ThreadPoolBuilder::new()
         .num_threads(n_jobs.unwrap_or(0))
@@ -301,8 +303,12 @@ pub fn bnn_fit(
     let mut signal: Option<PyErr> = None;
     let result = py.detach(|| {
         std::thread::scope(|s| {
-            let worker =
-                s.spawn(|| pool.install(|| arrays::fit_arrays(&data, &options, &interrupt)));
+            let worker = s.spawn(|| {
+                pool.install(|| {
+                    let control = RunControl::quiet(&interrupt);
+                    smi_fit::fit(&Source::Arrays(data.clone()), &options, &control)
+                })
+            });
             // Ctrl-C: Python's handler only flags the signal; look at the flag while Rust works.
             while !worker.is_finished() {
                 std::thread::sleep(Duration::from_millis(50));
@@ -320,7 +326,7 @@ pub fn bnn_fit(
         return Err(e);
     }
     match result {
-        Ok(fitted) => fitted.map(|file| BnnModel { file }).map_err(fit_err),
+        Ok(fitted) => fitted.map(|f| BnnModel { file: f.file }).map_err(fit_err),
         Err(_) => Err(SmiError::new_err("the fit panicked")),
     }
 }

@@ -82,7 +82,7 @@ pub fn fits_in_memory(name: &str, factors: &[(usize, &str)]) -> PyResult<()> {
     let bytes = factors
         .iter()
         .try_fold(8u128, |acc, (v, _)| acc.checked_mul(*v as u128));
-    let limit = smi_fit::limits::memory_limit();
+    let limit = smi_fit::limits::machine_memory();
     if bytes.is_some_and(|b| b <= u128::from(limit)) {
         return Ok(());
     }

@@ -46,12 +46,12 @@ use smi_data::Mnist;
 use smi_models::BnnClassifier;
 
 use crate::device::Net;
-use crate::limits;
 use crate::locks;
-use crate::progress::Bar;
 use crate::records;
 use crate::records::{attraction_suffix, defect_suffix};
 use crate::tables;
+use smi_fit::limits;
+use smi_fit::progress::Bar;
 use smi_models::Device;
 
 /// Name of the records file (`mnist.jsonl`) and of the report (`mnist.md`).

@@ -281,7 +281,7 @@ pub fn report(out: &Path) -> Result<()> {
         ));
     }
     let path = out.join("mnist.md");
-    records::write_atomic(&path, md.as_bytes())
+    smi_fit::files::write_atomic(&path, md.as_bytes())
         .with_context(|| format!("cannot write {}", path.display()))?;
     Ok(())
 }

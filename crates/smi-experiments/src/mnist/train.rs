@@ -40,7 +40,7 @@ fn write_compressed(ckpt: &Path) -> smi::Result<()> {
         enc.finish()
     });
     compressed
-        .and_then(|bytes| records::write_atomic(&gz, &bytes))
+        .and_then(|bytes| smi_fit::files::write_atomic(&gz, &bytes))
         .map_err(|source| smi::Error::Io {
             path: gz.display().to_string(),
             source,
@@ -58,7 +58,7 @@ fn restore_compressed(ckpt: &Path, label: &str) {
     let restored = std::fs::File::open(&gz).and_then(|f| {
         let mut bytes = Vec::new();
         GzDecoder::new(std::io::BufReader::new(f)).read_to_end(&mut bytes)?;
-        records::write_atomic(ckpt, &bytes)
+        smi_fit::files::write_atomic(ckpt, &bytes)
     });
     match restored {
         Ok(()) => eprintln!("{label}: restored {} from {}", ckpt.display(), gz.display()),
@@ -74,7 +74,7 @@ fn write_json_atomic(path: &Path, value: &Value) -> smi::Result<()> {
         source,
     };
     let text = serde_json::to_vec_pretty(value).map_err(|e| io(std::io::Error::other(e)))?;
-    records::write_atomic(path, &text).map_err(io)
+    smi_fit::files::write_atomic(path, &text).map_err(io)
 }
 
 /// What a checkpoint that fits this run restores.

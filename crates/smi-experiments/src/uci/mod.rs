@@ -13,7 +13,6 @@ mod lr;
 mod paper_table;
 mod parse;
 mod report;
-mod settings;
 
 pub use lr::paper_lr;
 use lr::LrMode;
@@ -35,10 +34,10 @@ use smi_models::BnnRegression;
 
 use crate::cpu_time::CpuClock;
 use crate::locks;
-use crate::progress::Bar;
 use crate::records;
 use crate::resumable::FitCheckpoint;
 use crate::tables;
+use smi_fit::progress::Bar;
 
 /// Name of the records file (`uci.jsonl`) and of the report (`uci.md`).
 pub const EXPERIMENT: &str = "uci";
@@ -53,8 +52,8 @@ pub const CHECKPOINT_EVERY: u64 = 5_000;
 
 use crate::device::Net;
 use crate::records::{attraction_suffix, defect_suffix};
-pub use settings::{fit, prediction_rng, UnitSettings};
 pub use smi::{Method, LR_GRID};
+use smi_fit::protocol::{fit, prediction_rng, Protocol};
 use smi_models::Device;
 
 /// Options of `smi reproduce uci`.
@@ -302,9 +301,9 @@ impl Plan {
 
     /// The engine settings of `method` for a training set of `n` rows (the ablation's
     /// settings reach SMI only).
-    fn method_settings(&self, n: usize, method: Method) -> UnitSettings {
+    fn method_settings(&self, n: usize, method: Method) -> Protocol {
         let smi = method == Method::Smi;
-        UnitSettings {
+        Protocol {
             max_steps: self.max_steps,
             num_particles: if smi {
                 self.num_particles

@@ -172,7 +172,7 @@ pub fn report(out: &Path) -> Result<()> {
         &rows,
     ));
     let p = out.join(format!("{EXPERIMENT}.md"));
-    records::write_atomic(&p, md.as_bytes())
+    smi_fit::files::write_atomic(&p, md.as_bytes())
         .with_context(|| format!("cannot write {}", p.display()))?;
     Ok(())
 }

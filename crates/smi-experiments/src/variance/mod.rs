@@ -23,11 +23,11 @@ use serde_json::{json, Map, Value};
 use smi::testing::DiagNormal;
 use smi::{Init, Method, MethodSettings, OptimizerSettings, RunSettings};
 
-use crate::limits;
 use crate::plot::{init_font, is_png, thousands, with_footer, FONT_FAMILY};
-use crate::progress::Bar;
 use crate::records;
 use crate::tables::markdown;
+use smi_fit::limits;
+use smi_fit::progress::Bar;
 
 /// The records' experiment name (`<out>/variance.jsonl`).
 pub const EXPERIMENT: &str = "variance";
@@ -534,7 +534,7 @@ pub fn report(out: &Path) -> Result<()> {
     }
     let md = markdown_report(&rows);
     let p = out.join("variance.md");
-    records::write_atomic(&p, md.as_bytes())
+    smi_fit::files::write_atomic(&p, md.as_bytes())
         .with_context(|| format!("cannot write {}", p.display()))?;
     let p = out.join("variance.png");
     variance_figure(&rows, &p).with_context(|| format!("cannot draw {}", p.display()))?;

@@ -15,9 +15,9 @@ use smi_data::{WaveData, WavePhase, WaveSettings};
 use smi_models::{BnnRegression, Precision};
 
 use crate::cpu_time::CpuClock;
-use crate::progress::Bar;
 use crate::records;
 use crate::resumable::FitCheckpoint;
+use smi_fit::progress::Bar;
 
 /// HDI mass of the paper's bands.
 pub const HDI_MASS: f64 = 0.9;

@@ -407,7 +407,7 @@ pub fn report(out: &Path) -> Result<()> {
         md.push_str("\n![90 % HDI of y_loc](wave-hdi.png)\n");
         md.push_str(&beside_paper::hdi_claims(&recs));
         let p = out.join("wave.md");
-        records::write_atomic(&p, md.as_bytes())
+        smi_fit::files::write_atomic(&p, md.as_bytes())
             .with_context(|| format!("cannot write {}", p.display()))?;
     }
     let bands = latest(records::read(out, BANDS)?, method_size);

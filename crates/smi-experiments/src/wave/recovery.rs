@@ -545,7 +545,7 @@ pub fn report(out: &Path) -> Result<()> {
     md.push_str(&median_table(&recs));
     md.push_str(&super::beside_paper::recovery_section(&recs));
     let p = out.join("recovery.md");
-    records::write_atomic(&p, md.as_bytes())
+    smi_fit::files::write_atomic(&p, md.as_bytes())
         .with_context(|| format!("cannot write {}", p.display()))?;
     Ok(())
 }

@@ -19,7 +19,6 @@ use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
 use super::common::{Evaluation, Fitted, Region};
-use crate::records;
 
 /// One finished fit of a repeat: what the repeat's records need from it.
 #[derive(Clone, Debug, Serialize, Deserialize, PartialEq)]
@@ -164,7 +163,7 @@ pub(super) fn save(path: &Path, partial: &Partial) -> Result<()> {
         std::fs::create_dir_all(dir).with_context(|| format!("cannot create {}", dir.display()))?;
     }
     let text = serde_json::to_string_pretty(partial).context("cannot encode a partial repeat")?;
-    records::write_atomic(path, text.as_bytes())
+    smi_fit::files::write_atomic(path, text.as_bytes())
         .with_context(|| format!("cannot write {}", path.display()))
 }
 

@@ -12,7 +12,7 @@ use smi::{
 
 /// Everything but the method, the learning rate and the seed that a fit needs.
 #[derive(Clone, Debug)]
-pub struct UnitSettings {
+pub struct Protocol {
     /// Step budget (Stein methods may stop earlier; OVI/MAP run exactly this many).
     pub max_steps: u64,
     /// m, particles of SMI/SVGD/ASVGD.
@@ -39,7 +39,7 @@ pub struct UnitSettings {
     pub kernel: Option<smi::kernel::KernelSettings>,
 }
 
-impl UnitSettings {
+impl Protocol {
     /// The engine settings of `method` at learning rate `lr` (ignored by NUTS) and `seed`.
     ///
     /// # Errors
@@ -121,7 +121,7 @@ pub fn fit(
     method: Method,
     lr: Option<f64>,
     model: &dyn LogDensity,
-    s: &UnitSettings,
+    s: &Protocol,
     seed: u64,
     observer: &mut dyn Observer,
 ) -> smi::Result<Fit> {

@@ -1,9 +1,57 @@
-//! Reading the training table: the task from the target column, bad cells, dropped rows.
+//! Where a fit's table comes from ([`Source`]: a CSV file or arrays) and reading it: the task
+//! from the target column, bad cells, dropped rows, the checksum a resumed fit compares.
+
+use std::path::PathBuf;
 
 use super::*;
+use crate::csv_input::read_table;
 
-/// What a CSV file gives a fit.
-pub(super) struct Data {
+/// A CSV file with a header row, and which of its columns to fit.
+#[derive(Clone, Debug)]
+pub struct CsvSource {
+    /// The file; feature cells must be numbers.
+    pub path: PathBuf,
+    /// The column to predict.
+    pub target: String,
+    /// Feature columns (`None`: every column but the target).
+    pub features: Option<Vec<String>>,
+    /// Regression or classification (`None`: regression when at least 90 % of the target's
+    /// cells are numbers, classification otherwise).
+    pub task: Option<Task>,
+    /// Drop the rows with a missing or non-numeric value instead of failing.
+    pub drop_missing: bool,
+}
+
+/// Training data as arrays.
+#[derive(Clone, Debug)]
+pub struct ArrayData<'a> {
+    /// Features, row-major `rows × cols`, finite.
+    pub x: &'a [f64],
+    /// Rows.
+    pub rows: usize,
+    /// Feature columns.
+    pub cols: usize,
+    /// Regression: finite targets; classification: class indices `0..classes.len()` as f64.
+    pub y: &'a [f64],
+    /// `None` for regression; the class names (at least two) for classification.
+    pub classes: Option<Vec<String>>,
+    /// The feature names stored in the model file (`cols` of them).
+    pub features: Vec<String>,
+    /// The target name stored in the model file.
+    pub target: String,
+}
+
+/// The table a fit reads.
+#[derive(Clone, Debug)]
+pub enum Source<'a> {
+    /// A CSV file (`smi fit --csv`).
+    Csv(CsvSource),
+    /// Arrays in memory (the Python estimators).
+    Arrays(ArrayData<'a>),
+}
+
+/// What a source gives a fit.
+pub(crate) struct Data {
     /// Feature column names, in input order.
     pub(super) features: Vec<String>,
     /// Row-major rows × features.len() values.
@@ -18,6 +66,11 @@ pub(super) struct Data {
     pub(super) guessed: bool,
     /// The lines of the rows `--drop-missing` dropped.
     pub(super) dropped: Vec<u64>,
+    /// The target's name.
+    pub(super) target: String,
+    /// CRC-32 of the data: of the CSV file's bytes, or of the arrays' values (a resumed fit
+    /// must see the same data).
+    pub(super) checksum: u32,
 }
 
 impl Data {
@@ -210,6 +263,8 @@ pub(super) fn read_data(
         }
     };
     Ok(Data {
+        target: target.to_string(),
+        checksum: 0,
         features: feature_idx
             .iter()
             .map(|&j| table.headers[j].clone())
@@ -220,5 +275,122 @@ pub(super) fn read_data(
         task,
         guessed,
         dropped,
+    })
+}
+
+/// Reads `source`; with `messages`, says which rows `drop_missing` dropped and when a
+/// non-numeric target makes a classifier of many classes.
+pub(crate) fn load(source: &Source<'_>, messages: bool) -> Result<Data> {
+    match source {
+        Source::Csv(c) => load_csv(c, messages),
+        Source::Arrays(a) => from_arrays(a),
+    }
+}
+
+fn load_csv(c: &CsvSource, messages: bool) -> Result<Data> {
+    let table = read_table(&c.path)?;
+    let mut data = read_data(
+        &table,
+        &c.target,
+        c.features.as_deref(),
+        c.task,
+        c.drop_missing,
+    )?;
+    data.checksum = crate::checkpoint::file_crc32(&c.path)?;
+    if !messages {
+        return Ok(data);
+    }
+    if c.drop_missing {
+        let lines = if data.dropped.is_empty() {
+            String::new()
+        } else {
+            format!(
+                " (lines {}{})",
+                data.dropped
+                    .iter()
+                    .take(csv_input::SHOWN_ROWS)
+                    .map(u64::to_string)
+                    .collect::<Vec<_>>()
+                    .join(", "),
+                if data.dropped.len() > csv_input::SHOWN_ROWS {
+                    ", …"
+                } else {
+                    ""
+                }
+            )
+        };
+        eprintln!(
+            "--drop-missing: dropped {} of {} rows with a missing or non-numeric value{lines}",
+            data.dropped.len(),
+            data.dropped.len() + data.rows(),
+        );
+    }
+    if let (true, Some(k)) = (data.guessed, &data.classes) {
+        if k.len() > 100 || 2 * k.len() > data.rows() {
+            eprintln!(
+                "note: the target {} is not numeric, so this fits a classifier with {} classes \
+                 on {} rows; use --task regression if it holds numbers",
+                show(&c.target),
+                k.len(),
+                data.rows()
+            );
+        }
+    }
+    Ok(data)
+}
+
+/// Checks the shapes and values of `d` and takes its task from its classes.
+fn from_arrays(d: &ArrayData<'_>) -> Result<Data> {
+    if d.rows == 0 || d.cols == 0 {
+        bail!("X must have at least one row and one column");
+    }
+    if d.rows.checked_mul(d.cols) != Some(d.x.len()) {
+        bail!("X has {} values, not {} × {}", d.x.len(), d.rows, d.cols);
+    }
+    if d.y.len() != d.rows {
+        bail!("y has {} values for {} rows of X", d.y.len(), d.rows);
+    }
+    if d.features.len() != d.cols {
+        bail!("{} feature names for {} columns", d.features.len(), d.cols);
+    }
+    if let Some(i) = d.x.iter().position(|v| !v.is_finite()) {
+        bail!(
+            "X holds a non-finite value at row {}, column {}",
+            i / d.cols + 1,
+            i % d.cols + 1
+        );
+    }
+    let task = match &d.classes {
+        None => {
+            if let Some(i) = d.y.iter().position(|v| !v.is_finite()) {
+                bail!("y holds a non-finite value at row {}", i + 1);
+            }
+            Task::Regression
+        }
+        Some(c) => {
+            if c.len() < 2 {
+                bail!("classification needs at least two classes, got {}", c.len());
+            }
+            let bad = |v: f64| !(v >= 0.0 && v.fract() == 0.0 && (v as usize) < c.len());
+            if let Some(i) = d.y.iter().position(|&v| bad(v)) {
+                bail!("y[{i}] = {} is not a class index below {}", d.y[i], c.len());
+            }
+            Task::Classification
+        }
+    };
+    let mut crc = crc32fast::Hasher::new();
+    for v in d.x.iter().chain(d.y) {
+        crc.update(&v.to_le_bytes());
+    }
+    Ok(Data {
+        features: d.features.clone(),
+        x: d.x.to_vec(),
+        y: d.y.to_vec(),
+        classes: d.classes.clone(),
+        task,
+        guessed: false,
+        dropped: Vec::new(),
+        target: d.target.clone(),
+        checksum: crc.finalize(),
     })
 }

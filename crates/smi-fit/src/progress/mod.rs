@@ -5,7 +5,8 @@ use std::io::IsTerminal;
 use std::time::{Duration, Instant};
 
 use smi::{Observer, Progress};
-use smi_experiments::progress::Bar;
+mod bar;
+pub use bar::{Bar, PLAIN_EVERY};
 
 /// Where progress goes.
 enum Sink {
@@ -79,8 +80,11 @@ pub struct FitProgress {
 
 impl FitProgress {
     /// A bar when stderr is a terminal, otherwise a line at most every `every`; nothing when
-    /// the environment variable `SMI_NO_PROGRESS` is set.
-    pub fn new(label: &str, every: Duration) -> Self {
+    /// `every` is `None` or the environment variable `SMI_NO_PROGRESS` is set.
+    pub fn new(label: &str, every: Option<Duration>) -> Self {
+        let Some(every) = every else {
+            return FitProgress { sink: Sink::Off };
+        };
         let sink = if std::env::var_os("SMI_NO_PROGRESS").is_some() {
             Sink::Off
         } else if std::io::stderr().is_terminal() {
