@@ -122,3 +122,55 @@ fn bad_options_are_errors_listing_valid_names() {
         fails(&args, needles);
     }
 }
+
+/// `--list --json` names every unit once with the id `--unit` takes; `--unit` runs exactly
+/// those units and refuses an id outside the list.
+#[test]
+#[cfg_attr(
+    smi_no_uci_data,
+    ignore = "needs the UCI data: ../shared/data or `smi data fetch uci`"
+)]
+fn units_are_listed_as_json_and_run_by_id() {
+    let data = data_dir();
+    let dir = tempfile::tempdir().unwrap();
+    let o = quick(
+        dir.path(),
+        &data,
+        &["--methods", "map,ovi", "--list", "--json"],
+    );
+    let units: Vec<serde_json::Value> = String::from_utf8(o.stdout)
+        .unwrap()
+        .lines()
+        .map(|l| serde_json::from_str(l).unwrap())
+        .collect();
+    let ids: Vec<&str> = units.iter().map(|u| u["id"].as_str().unwrap()).collect();
+    assert_eq!(ids, ["yacht/std0/map", "yacht/std0/ovi"]);
+    assert!(units
+        .iter()
+        .all(|u| u["status"] == "pending" && u["device"] == "cpu" && u["saved_step"].is_null()));
+    let out = dir.path().join("one");
+    quick(
+        &out,
+        &data,
+        &["--methods", "map,ovi", "--unit", "yacht/std0/map"],
+    );
+    let recs = records(&out, "uci");
+    assert_eq!(recs.len(), 1);
+    assert_eq!(recs[0]["method"], "map");
+    fails(
+        &[
+            "reproduce",
+            "uci",
+            "--quick",
+            "--methods",
+            "map",
+            "--unit",
+            "yacht/std0/ovi",
+            "--out",
+            out.to_str().unwrap(),
+            "--data-dir",
+            data.to_str().unwrap(),
+        ],
+        &["--unit yacht/std0/ovi: no such unit"],
+    );
+}

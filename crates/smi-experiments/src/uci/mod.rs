@@ -20,6 +20,7 @@ use parse::{parse_datasets, parse_kinds, parse_methods, parse_shard, parse_split
 pub use report::report;
 
 use std::collections::{BTreeMap, BTreeSet};
+use std::io::Write;
 use std::path::{Path, PathBuf};
 use std::str::FromStr;
 use std::time::Instant;
@@ -156,6 +157,17 @@ pub struct Args {
     /// and exit without running anything.
     #[arg(long)]
     pub list: bool,
+    /// With --list: one JSON object per line instead of text, for launchers (`smi.ray`, Slurm
+    /// scripts): `index`, `id` (what --unit takes), `status` (`done`, `pending`, `failed`,
+    /// `tune`: its learning rate comes from tuning), `saved_step` (the step of a saved state,
+    /// or null) and `device` (`cpu` or `cuda`: where the unit's fit runs).
+    #[arg(long, requires = "list")]
+    pub json: bool,
+    /// Run only the units with these ids (comma-separated, as --list prints them, e.g.
+    /// `yacht/std0/smi`); each must be in the unit list the other options give. The records
+    /// are those of a run of the whole list, byte for byte (timings aside).
+    #[arg(long, value_name = "ID,...", value_delimiter = ',')]
+    pub unit: Option<Vec<String>>,
     /// Smoke test for CI: yacht, standard split 0, 200 steps, S = 10 ELBO draws, 200 predictive
     /// draws, NUTS 20 + 20 iterations of depth ≤ 4; finishes in seconds.
     #[arg(long)]
@@ -545,11 +557,31 @@ pub fn run(args: &Args) -> Result<()> {
             }
         }
     }
+    if let Some(ids) = &args.unit {
+        let known: BTreeSet<String> = units.iter().map(Unit::label).collect();
+        if let Some(bad) = ids.iter().find(|id| !known.contains(id.trim())) {
+            let some: Vec<&String> = known.iter().take(3).collect();
+            bail!(
+                "--unit {bad}: no such unit in this list of {} (ids look like {}; --list \
+                 shows them all)",
+                units.len(),
+                some.iter()
+                    .map(|s| s.as_str())
+                    .collect::<Vec<_>>()
+                    .join(", ")
+            );
+        }
+    }
+    let chosen = |u: &Unit| {
+        args.unit
+            .as_ref()
+            .is_none_or(|ids| ids.iter().any(|id| id.trim() == u.label()))
+    };
     let mine: Vec<(usize, Unit)> = units
         .iter()
         .copied()
         .enumerate()
-        .filter(|(i, _)| shard.is_none_or(|(s, n)| i % n == s))
+        .filter(|(i, u)| shard.is_none_or(|(s, n)| i % n == s) && chosen(u))
         .collect();
 
     let recs = records::read(&args.out, EXPERIMENT)?;
@@ -561,28 +593,46 @@ pub fn run(args: &Args) -> Result<()> {
             .filter(|r| records::is_failed(r))
             .filter_map(record_key)
             .collect();
+        // A closed pipe (`| head`) ends the listing quietly.
+        let mut stdout = std::io::stdout().lock();
         for (i, u) in &mine {
-            let status = match static_lr(&plan, u) {
+            let (status, text) = match static_lr(&plan, u) {
                 Some(lr) => {
                     let k = key(u, &plan.config(u.method, lr));
                     if done.contains(&k) {
-                        "done"
+                        ("done", "done")
                     } else if failed.contains(&k) {
-                        "pending (failed before)"
+                        ("failed", "pending (failed before)")
                     } else {
-                        "pending"
+                        ("pending", "pending")
                     }
                 }
-                None => "pending (lr from tuning)",
+                None => ("tune", "pending (lr from tuning)"),
             };
-            let saved = match u
+            let saved = u
                 .checkpoint(&args.out, &plan.file_tag(u.method))
                 .saved_step()
-            {
-                Some(step) if status != "done" => format!(", a saved state at step {step}"),
-                _ => String::new(),
-            };
-            println!("{i}\t{}\t{status}{saved}", u.label());
+                .filter(|_| status != "done");
+            if args.json {
+                let device = crate::device::for_method(u.method.name(), plan.device);
+                let line = json!({
+                    "index": i,
+                    "id": u.label(),
+                    "status": status,
+                    "saved_step": saved,
+                    "device": if device == Device::Cpu { "cpu" } else { "cuda" },
+                });
+                if writeln!(stdout, "{line}").is_err() {
+                    return Ok(());
+                }
+            } else {
+                let saved = saved.map_or_else(String::new, |step| {
+                    format!(", a saved state at step {step}")
+                });
+                if writeln!(stdout, "{i}\t{}\t{text}{saved}", u.label()).is_err() {
+                    return Ok(());
+                }
+            }
         }
         return Ok(());
     }
