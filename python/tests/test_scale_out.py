@@ -239,3 +239,33 @@ def test_grid_search_runs_under_joblibs_ray_backend(ray_cluster: Any) -> None:
         search.fit(x, y)
     assert search.best_params_["lr"] in (1e-2, 1e-3)
     assert np.isfinite(search.best_score_)
+
+
+def test_grid_search_runs_under_joblibs_dask_backend() -> None:
+    np = pytest.importorskip("numpy")
+    pytest.importorskip("sklearn")
+    distributed = pytest.importorskip("dask.distributed")
+    import joblib
+    from sklearn.model_selection import cross_val_score
+
+    import smi
+
+    rng = np.random.default_rng(1)
+    x = rng.normal(size=(60, 2))
+    y = x[:, 0] + 0.1 * rng.normal(size=60)
+    cluster = distributed.LocalCluster(
+        n_workers=2, threads_per_worker=1, processes=True, dashboard_address=None
+    )
+    try:
+        with distributed.Client(cluster), joblib.parallel_backend("dask"):
+            scores = cross_val_score(
+                smi.BNNRegressor(hidden=(8,), max_steps=200, elbo_draws=2, n_draws=50),
+                x,
+                y,
+                cv=3,
+                n_jobs=2,
+            )
+    finally:
+        cluster.close()
+    assert scores.shape == (3,)
+    assert np.isfinite(scores).all()
