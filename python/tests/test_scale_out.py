@@ -246,9 +246,8 @@ def test_grid_search_runs_under_joblibs_dask_backend() -> None:
     pytest.importorskip("sklearn")
     distributed = pytest.importorskip("dask.distributed")
     import joblib
-    from sklearn.model_selection import cross_val_score
-
     import smi
+    from sklearn.model_selection import cross_val_score
 
     rng = np.random.default_rng(1)
     x = rng.normal(size=(60, 2))
