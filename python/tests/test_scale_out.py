@@ -23,8 +23,10 @@ import pytest
 from smi import units
 
 REPO = Path(__file__).resolve().parents[2]
-#: The plan of every test: three methods of the quick UCI plan (seconds each).
-PLAN: dict[str, Any] = {"quick": True, "methods": "smi,map,ovi"}
+#: The plan of every test: the quick UCI plan (yacht, standard split 0, six methods, 200 steps;
+#: seconds each).
+PLAN: dict[str, Any] = {"quick": True}
+UNITS = [f"yacht/std0/{m}" for m in ("asvgd", "map", "nuts", "ovi", "smi", "svgd")]
 
 
 def _smi_bin() -> str:
@@ -87,7 +89,7 @@ def _report_without_timings(env: dict[str, Any], out: Path, tmp: Path) -> str:
 
 def test_units_are_listed_and_run_one_by_one(env: dict[str, Any], tmp_path: Path) -> None:
     listed = units.list_units("uci", out=tmp_path, smi_bin=env["bin"], **PLAN)
-    assert sorted(u["id"] for u in listed) == ["yacht/std0/map", "yacht/std0/ovi", "yacht/std0/smi"]
+    assert sorted(u["id"] for u in listed) == UNITS
     assert {u["status"] for u in listed} == {"pending"}
     assert all(u["device"] == "cpu" and u["saved_step"] is None for u in listed)
     lines = [units.run_unit("uci", u["id"], smi_bin=env["bin"], **PLAN) for u in listed]
@@ -154,11 +156,11 @@ def test_ray_runs_the_units_as_the_serial_run(
     import smi.ray
 
     counts = smi.ray.reproduce("uci", out=tmp_path, smi_bin=env["bin"], progress=False, **PLAN)
-    assert counts == {"units": 3, "skipped": 0, "ran": 3, "failed": 0}
+    assert counts == {"units": 6, "skipped": 0, "ran": 6, "failed": 0}
     _same_as_serial(env, tmp_path)
     assert (tmp_path / "uci.md").exists()
     again = smi.ray.reproduce("uci", out=tmp_path, smi_bin=env["bin"], progress=False, **PLAN)
-    assert again == {"units": 3, "skipped": 3, "ran": 0, "failed": 0}
+    assert again == {"units": 6, "skipped": 6, "ran": 0, "failed": 0}
     _same_as_serial(env, tmp_path)
 
 
@@ -212,9 +214,9 @@ def test_a_killed_ray_worker_still_records_every_unit_once(
         stop.set()
         killer.join()
     assert killed, "no unit was seen running"
-    assert counts["ran"] == 3
+    assert counts["ran"] == 6
     got = _by_unit(units.read_records(tmp_path, "uci"))
-    assert sorted(got) == ["yacht/standard0/map", "yacht/standard0/ovi", "yacht/standard0/smi"]
+    assert sorted(got) == [u.replace("std0", "standard0") for u in UNITS]
 
 
 def test_grid_search_runs_under_joblibs_ray_backend(ray_cluster: Any) -> None:
