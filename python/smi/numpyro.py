@@ -58,12 +58,35 @@ class NumPyroPosterior:
         unravel: Callable[[Any], dict[str, Any]],
         postprocess: Callable[[dict[str, Any]], dict[str, Any]],
         seed: int,
+        observed: dict[str, np.ndarray] | None = None,
     ) -> None:
         self.posterior = posterior
         self.method = posterior.method
         self._unravel = unravel
         self._postprocess = jax.jit(jax.vmap(lambda flat: postprocess(unravel(flat))))
         self._seed = seed
+        self._observed = observed or {}
+
+    def _constrained(self, flat: np.ndarray) -> dict[str, np.ndarray]:
+        out = self._postprocess(jnp.asarray(flat))
+        return {name: np.asarray(value) for name, value in out.items()}
+
+    def to_arviz(self, num_samples: int | None = None) -> Any:
+        """The fit as ArviZ data (``pip install "smi[arviz]"``): an ``InferenceData`` for
+        ArviZ < 1, a ``DataTree`` for ArviZ >= 1, that ``az.summary`` reads.
+
+        The posterior holds the model's sites by name, constrained, deterministic sites
+        included, as ``MCMC.get_samples`` names and shapes them: NUTS's chains and draws, or
+        for a variational method one chain of ``num_samples`` mixture draws (default 4000,
+        the draws ``get_samples`` gives). ``observed_data`` holds the model's observed sites
+        (unless a plate subsamples them). The other groups (NUTS's sample statistics; a
+        mixture's components, its particles and its ELBO trace) and the attributes are those
+        of ``smi.Posterior.to_arviz``.
+        """
+        from . import _arviz
+
+        n = DEFAULT_NUM_SAMPLES if num_samples is None else operator.index(num_samples)
+        return _arviz.build(self.posterior, n, self._seed, self._observed, self._constrained)
 
     def get_samples(
         self, num_samples: int | None = None, *, reweighted: bool = False
@@ -89,8 +112,7 @@ class NumPyroPosterior:
                 flat = self.posterior.sample_reweighted(n, seed=self._seed)
             else:
                 flat = self.posterior.sample(n, seed=self._seed)
-        out = self._postprocess(jnp.asarray(flat))
-        return {name: np.asarray(value) for name, value in out.items()}
+        return self._constrained(flat)
 
     @property
     def termination(self) -> str:
@@ -172,7 +194,17 @@ def fit(
     else:
         logdensity = _full_log_density(info.potential_fn, unravel)
     posterior = _fit_density(logdensity, dim, method, seed=seed, **settings)
-    return NumPyroPosterior(posterior, unravel, postprocess, seed)
+    observed = {} if plates else _observed_sites(info.model_trace)
+    return NumPyroPosterior(posterior, unravel, postprocess, seed, observed)
+
+
+def _observed_sites(model_trace: dict[str, Any]) -> dict[str, np.ndarray]:
+    """The values of the model's observed sample sites, by name."""
+    return {
+        name: np.asarray(site["value"])
+        for name, site in model_trace.items()
+        if site["type"] == "sample" and site.get("is_observed")
+    }
 
 
 LogDensity = Callable[[np.ndarray], tuple[np.ndarray, np.ndarray]]

@@ -2,6 +2,7 @@
 
 use numpy::{PyArray1, PyArray2, PyArrayMethods};
 use pyo3::prelude::*;
+use pyo3::types::PyDict;
 use smi::rand::{ChaCha8Rng, SeedableRng};
 
 use crate::{guard, to_py_err};
@@ -16,6 +17,16 @@ pub struct Posterior {
 }
 
 impl Posterior {
+    /// The fitted mixture, or an error naming the method that gave draws instead.
+    fn mixture(&self) -> PyResult<&smi::Mixture> {
+        self.fit.posterior.as_mixture().ok_or_else(|| {
+            pyo3::exceptions::PyValueError::new_err(format!(
+                "{} gives draws, not a mixture: use draws()",
+                self.fit.method.name()
+            ))
+        })
+    }
+
     /// Wraps a finished fit of a model of dimension `dim` that called Python `calls` times.
     pub fn new(fit: smi::Fit, dim: usize, calls: u64) -> Self {
         Posterior { fit, dim, calls }
@@ -255,6 +266,121 @@ impl Posterior {
     #[getter]
     fn divergences(&self) -> Option<usize> {
         self.fit.nuts.as_ref().map(|n| n.divergences)
+    }
+
+    /// NUTS's chains (None for the variational methods); `draws()` holds chain c in rows
+    /// `c·n .. (c+1)·n` with n = rows / num_chains.
+    #[getter]
+    fn num_chains(&self) -> Option<usize> {
+        self.fit.nuts.as_ref().map(|n| n.num_chains)
+    }
+
+    /// NUTS's statistics of every kept draw, as arrays of shape (chains, draws): `diverging`
+    /// (bool), `energy`, `tree_depth` (int), `step_size`, `lp` (log density) and `n_steps`
+    /// (leapfrog steps, int); None for the variational methods.
+    fn nuts_stats<'py>(&self, py: Python<'py>) -> PyResult<Option<Bound<'py, PyDict>>> {
+        let Some(n) = &self.fit.nuts else {
+            return Ok(None);
+        };
+        let (c, k) = (n.num_chains, n.num_draws);
+        let stats: Vec<&smi::DrawStats> =
+            n.chains.iter().flat_map(|ch| ch.draw_stats.iter()).collect();
+        if stats.len() != c * k {
+            return Err(pyo3::exceptions::PyValueError::new_err(format!(
+                "NUTS kept {} draw statistics for {c} chains of {k} draws",
+                stats.len()
+            )));
+        }
+        let f = |g: fn(&smi::DrawStats) -> f64| -> PyResult<Bound<'py, PyArray2<f64>>> {
+            PyArray1::from_vec(py, stats.iter().map(|s| g(s)).collect()).reshape([c, k])
+        };
+        let i = |g: fn(&smi::DrawStats) -> i64| -> PyResult<Bound<'py, PyArray2<i64>>> {
+            PyArray1::from_vec(py, stats.iter().map(|s| g(s)).collect()).reshape([c, k])
+        };
+        let diverging: Vec<bool> = stats.iter().map(|s| s.divergent).collect();
+        let d = PyDict::new(py);
+        d.set_item("diverging", PyArray1::from_vec(py, diverging).reshape([c, k])?)?;
+        d.set_item("energy", f(|s| s.energy)?)?;
+        d.set_item("tree_depth", i(|s| s.tree_depth as i64)?)?;
+        d.set_item("step_size", f(|s| s.step_size)?)?;
+        d.set_item("lp", f(|s| s.log_density)?)?;
+        d.set_item("n_steps", i(|s| s.n_leapfrog as i64)?)?;
+        Ok(Some(d))
+    }
+
+    /// `n` draws (n×d) from the fitted mixture with the component (particle) each was drawn
+    /// from (n), reproducible by `seed`: the draws `sample(n, seed)` gives. An error for NUTS.
+    #[pyo3(signature = (n, seed = 0))]
+    #[allow(clippy::type_complexity)]
+    fn sample_components<'py>(
+        &self,
+        py: Python<'py>,
+        n: &Bound<'py, PyAny>,
+        seed: u64,
+    ) -> PyResult<(Bound<'py, PyArray2<f64>>, Bound<'py, PyArray1<i64>>)> {
+        guard::no_panic(|| {
+            let n = self.draw_count(n, "n")?;
+            let mixture = self.mixture()?;
+            let mut rng = ChaCha8Rng::seed_from_u64(seed);
+            let drawn = mixture.sample(n, &mut rng).map_err(to_py_err)?;
+            let components = drawn.assignments.iter().map(|&c| c as i64).collect();
+            Ok((matrix(py, &drawn.theta)?, PyArray1::from_vec(py, components)))
+        })
+    }
+
+    /// The mixture's particles: one row of guide parameters ψ per particle (m × p; for the
+    /// mean-field Normal guide p = 2d, the locations then the unconstrained scales). None for
+    /// NUTS.
+    #[getter]
+    fn particles<'py>(&self, py: Python<'py>) -> PyResult<Option<Bound<'py, PyArray2<f64>>>> {
+        self.fit
+            .posterior
+            .as_mixture()
+            .map(|m| matrix(py, m.particles()))
+            .transpose()
+    }
+
+    /// The components' locations (m × d; the particles themselves for point masses). None for
+    /// NUTS.
+    #[getter]
+    fn locations<'py>(&self, py: Python<'py>) -> PyResult<Option<Bound<'py, PyArray2<f64>>>> {
+        self.fit
+            .posterior
+            .as_mixture()
+            .map(|m| matrix(py, &m.locations()))
+            .transpose()
+    }
+
+    /// The components' marginal standard deviations (m × d; zeros for point masses). None for
+    /// NUTS.
+    #[getter]
+    fn scales<'py>(&self, py: Python<'py>) -> PyResult<Option<Bound<'py, PyArray2<f64>>>> {
+        self.fit
+            .posterior
+            .as_mixture()
+            .map(|m| matrix(py, &m.scales()))
+            .transpose()
+    }
+
+    /// The fit as ArviZ data (`import arviz`; `pip install "smi[arviz]"`): an `InferenceData`
+    /// for ArviZ < 1, a `DataTree` for ArviZ ≥ 1, that `az.summary` reads. Groups:
+    /// `posterior` (`theta`, chains × draws × d; a variational fit is one chain of
+    /// `num_samples` mixture draws), `sample_stats` (NUTS: `diverging`, `energy`,
+    /// `tree_depth`, `step_size`, `lp`, `n_steps`; a mixture: each draw's `component`),
+    /// `mixture` (the particles' `location`, `scale` and raw `params`), `optimization` (the
+    /// `elbo` and `loss` of every step), `observed_data` when given; the fit's diagnostics
+    /// (method, termination, trusted, khat, ELBO) are the posterior's attributes.
+    #[pyo3(signature = (num_samples = 1000, seed = 0, observed_data = None))]
+    fn to_arviz<'py>(
+        slf: &Bound<'py, Self>,
+        num_samples: usize,
+        seed: u64,
+        observed_data: Option<Bound<'py, PyAny>>,
+    ) -> PyResult<Bound<'py, PyAny>> {
+        slf.py().import("smi._arviz")?.call_method1(
+            "from_posterior",
+            (slf, num_samples, seed, observed_data),
+        )
     }
 
     fn __repr__(&self) -> String {
