@@ -16,14 +16,20 @@ Requires ``jax`` and ``numpyro`` (an optional extra of this package).
 
 from __future__ import annotations
 
-import operator
 from collections.abc import Callable
 from typing import Any
 
 import numpy as np
 
-from . import Posterior
 from . import fit as _fit_density
+from ._jax_model import (
+    DEFAULT_NUM_SAMPLES,
+    LogDensity,
+    ModelPosterior,
+    as_numpy,
+    full_log_density,
+    renamed,
+)
 
 try:
     import jax
@@ -35,112 +41,17 @@ try:
 except ImportError as err:  # pragma: no cover - exercised only without the extra
     raise ImportError("smi.numpyro needs jax and numpyro: pip install jax numpyro") from err
 
-__all__ = ["NumPyroPosterior", "fit"]
-
-#: Draws ``get_samples`` returns by default for a variational method.
-DEFAULT_NUM_SAMPLES = 4000
-
-# NumPyro's names → smi's settings of the same meaning.
-_RENAMES = {"num_particles": "num_elbo_particles"}
+__all__ = ["DEFAULT_NUM_SAMPLES", "NumPyroPosterior", "fit"]
 
 
-class NumPyroPosterior:
-    """A fit of a NumPyro model: the engine's ``Posterior`` plus the model's own structure.
+class NumPyroPosterior(ModelPosterior):
+    """A fit of a NumPyro model: the engine's ``Posterior`` plus the model's own structure
+    (sites by name, constrained, deterministic sites included; see :class:`ModelPosterior`).
 
     Attributes:
         posterior: the ``smi.Posterior`` on the flattened unconstrained space.
         method: the method's name.
     """
-
-    def __init__(
-        self,
-        posterior: Posterior,
-        unravel: Callable[[Any], dict[str, Any]],
-        postprocess: Callable[[dict[str, Any]], dict[str, Any]],
-        seed: int,
-        observed: dict[str, np.ndarray] | None = None,
-    ) -> None:
-        self.posterior = posterior
-        self.method = posterior.method
-        self._unravel = unravel
-        self._postprocess = jax.jit(jax.vmap(lambda flat: postprocess(unravel(flat))))
-        self._seed = seed
-        self._observed = observed or {}
-
-    def _constrained(self, flat: np.ndarray) -> dict[str, np.ndarray]:
-        out = self._postprocess(jnp.asarray(flat))
-        return {name: np.asarray(value) for name, value in out.items()}
-
-    def to_arviz(self, num_samples: int | None = None) -> Any:
-        """The fit as ArviZ data (``pip install "smi[arviz]"``): an ``InferenceData`` for
-        ArviZ < 1, a ``DataTree`` for ArviZ >= 1, that ``az.summary`` reads.
-
-        The posterior holds the model's sites by name, constrained, deterministic sites
-        included, as ``MCMC.get_samples`` names and shapes them: NUTS's chains and draws, or
-        for a variational method one chain of ``num_samples`` mixture draws (default 4000,
-        the draws ``get_samples`` gives). ``observed_data`` holds the model's observed sites
-        (unless a plate subsamples them). The other groups (NUTS's sample statistics; a
-        mixture's components, its particles and its ELBO trace) and the attributes are those
-        of ``smi.Posterior.to_arviz``.
-        """
-        from . import _arviz
-
-        n = DEFAULT_NUM_SAMPLES if num_samples is None else operator.index(num_samples)
-        return _arviz.build(self.posterior, n, self._seed, self._observed, self._constrained)
-
-    def get_samples(
-        self, num_samples: int | None = None, *, reweighted: bool = False
-    ) -> dict[str, np.ndarray]:
-        """Constrained draws by site name, draws first (as ``MCMC.get_samples()``).
-
-        For NUTS, the draws themselves (``num_samples`` must be None); for the variational
-        methods ``num_samples`` draws from the fitted mixture (default 4000), or with
-        ``reweighted=True`` draws resampled by their Pareto-smoothed importance weights
-        (methods with a density: SMI, OVI; see ``khat``).
-        """
-        if self.method == "nuts":
-            if num_samples is not None or reweighted:
-                raise ValueError(
-                    "NUTS returns its own draws; leave num_samples and reweighted unset"
-                )
-            flat = self.posterior.draws()
-        else:
-            n = DEFAULT_NUM_SAMPLES if num_samples is None else operator.index(num_samples)
-            if n < 1:
-                raise ValueError(f"num_samples must be at least 1, got {n}")
-            if reweighted:
-                flat = self.posterior.sample_reweighted(n, seed=self._seed)
-            else:
-                flat = self.posterior.sample(n, seed=self._seed)
-        return self._constrained(flat)
-
-    @property
-    def termination(self) -> str:
-        """Why the fit ended (``Posterior.termination``)."""
-        return self.posterior.termination
-
-    @property
-    def khat(self) -> float | None:
-        """The fit-quality diagnostic k-hat (``Posterior.khat``)."""
-        return self.posterior.khat
-
-    @property
-    def warnings(self) -> list[str]:
-        """What is wrong with the fit, in words (``Posterior.warnings``)."""
-        return self.posterior.warnings
-
-    @property
-    def trusted(self) -> bool:
-        """Whether the fit's own diagnostics find nothing wrong (``Posterior.trusted``)."""
-        return self.posterior.trusted
-
-    @property
-    def skipped_steps(self) -> int:
-        """Steps skipped for a non-finite value (``Posterior.skipped_steps``)."""
-        return self.posterior.skipped_steps
-
-    def __repr__(self) -> str:
-        return f"NumPyroPosterior({self.posterior!r})"
 
 
 def fit(
@@ -157,11 +68,7 @@ def fit(
     ``num_steps``, ``lr``, ``optimizer``, ``num_warmup``, ``num_samples``, ``num_chains``...);
     NumPyro's ``num_particles`` is accepted for ``num_elbo_particles``.
     """
-    for old, new in _RENAMES.items():
-        if old in settings:
-            if new in settings:
-                raise ValueError(f"give {old} or {new}, not both")
-            settings[new] = settings.pop(old)
+    settings = renamed(settings)
     model_kwargs = model_kwargs or {}
     info = initialize_model(
         jax.random.PRNGKey(seed),
@@ -192,7 +99,7 @@ def fit(
         logdensity = _subsampled_log_density(fixed, model_args, model_kwargs, unravel, seed)
         postprocess = _subsampled_postprocess(fixed, model_args, model_kwargs, seed)
     else:
-        logdensity = _full_log_density(info.potential_fn, unravel)
+        logdensity = full_log_density(info.potential_fn, unravel)
     posterior = _fit_density(logdensity, dim, method, seed=seed, **settings)
     observed = {} if plates else _observed_sites(info.model_trace)
     return NumPyroPosterior(posterior, unravel, postprocess, seed, observed)
@@ -207,13 +114,6 @@ def _observed_sites(model_trace: dict[str, Any]) -> dict[str, np.ndarray]:
     }
 
 
-LogDensity = Callable[[np.ndarray], tuple[np.ndarray, np.ndarray]]
-
-
-def _as_numpy(logp: Any, grad: Any) -> tuple[np.ndarray, np.ndarray]:
-    return np.asarray(logp, dtype=np.float64), np.asarray(grad, dtype=np.float64)
-
-
 def _subsampled_plates(model_trace: dict[str, Any]) -> list[str]:
     """Names of the plates that draw a subsample (``subsample_size`` below the plate's size)."""
     return [
@@ -221,20 +121,6 @@ def _subsampled_plates(model_trace: dict[str, Any]) -> list[str]:
         for name, site in model_trace.items()
         if site["type"] == "plate" and site["args"][1] not in (None, site["args"][0])
     ]
-
-
-def _full_log_density(potential: Callable[[Any], Any], unravel: Callable[[Any], Any]) -> LogDensity:
-    """K draws → (log p, ∇ log p) in one jitted call, on the fixed full-data potential."""
-
-    def neg_potential(flat: Any) -> Any:
-        return -potential(unravel(flat))
-
-    batched = jax.jit(jax.vmap(jax.value_and_grad(neg_potential)))
-
-    def logdensity(theta: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-        return _as_numpy(*batched(jnp.asarray(theta)))
-
-    return logdensity
 
 
 def _with_traced_params(model: Callable[..., Any], model_trace: dict[str, Any]) -> Any:
@@ -296,6 +182,6 @@ def _subsampled_log_density(
     def logdensity(theta: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
         out = batched(np.uint32(calls[0] & 0xFFFFFFFF), jnp.asarray(theta))
         calls[0] += 1
-        return _as_numpy(*out)
+        return as_numpy(*out)
 
     return logdensity
