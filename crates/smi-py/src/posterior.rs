@@ -283,8 +283,11 @@ impl Posterior {
             return Ok(None);
         };
         let (c, k) = (n.num_chains, n.num_draws);
-        let stats: Vec<&smi::DrawStats> =
-            n.chains.iter().flat_map(|ch| ch.draw_stats.iter()).collect();
+        let stats: Vec<&smi::DrawStats> = n
+            .chains
+            .iter()
+            .flat_map(|ch| ch.draw_stats.iter())
+            .collect();
         if stats.len() != c * k {
             return Err(pyo3::exceptions::PyValueError::new_err(format!(
                 "NUTS kept {} draw statistics for {c} chains of {k} draws",
@@ -299,7 +302,10 @@ impl Posterior {
         };
         let diverging: Vec<bool> = stats.iter().map(|s| s.divergent).collect();
         let d = PyDict::new(py);
-        d.set_item("diverging", PyArray1::from_vec(py, diverging).reshape([c, k])?)?;
+        d.set_item(
+            "diverging",
+            PyArray1::from_vec(py, diverging).reshape([c, k])?,
+        )?;
         d.set_item("energy", f(|s| s.energy)?)?;
         d.set_item("tree_depth", i(|s| s.tree_depth as i64)?)?;
         d.set_item("step_size", f(|s| s.step_size)?)?;
@@ -324,7 +330,10 @@ impl Posterior {
             let mut rng = ChaCha8Rng::seed_from_u64(seed);
             let drawn = mixture.sample(n, &mut rng).map_err(to_py_err)?;
             let components = drawn.assignments.iter().map(|&c| c as i64).collect();
-            Ok((matrix(py, &drawn.theta)?, PyArray1::from_vec(py, components)))
+            Ok((
+                matrix(py, &drawn.theta)?,
+                PyArray1::from_vec(py, components),
+            ))
         })
     }
 
@@ -377,10 +386,9 @@ impl Posterior {
         seed: u64,
         observed_data: Option<Bound<'py, PyAny>>,
     ) -> PyResult<Bound<'py, PyAny>> {
-        slf.py().import("smi._arviz")?.call_method1(
-            "from_posterior",
-            (slf, num_samples, seed, observed_data),
-        )
+        slf.py()
+            .import("smi._arviz")?
+            .call_method1("from_posterior", (slf, num_samples, seed, observed_data))
     }
 
     fn __repr__(&self) -> String {
