@@ -105,3 +105,13 @@ def by_stan_name(samples: dict[str, np.ndarray]) -> dict[str, np.ndarray]:
             for i in range(value.shape[1]):
                 out[f"{site}[{i + 1}]"] = value[:, i]
     return out
+
+
+def max_standardised_error(
+    samples: dict[str, np.ndarray], reference: dict[str, np.ndarray]
+) -> float:
+    """max over parameters of |mean − reference mean| / reference sd."""
+    ours = by_stan_name(samples)
+    missing = set(reference) - set(ours)
+    assert not missing, f"parameters missing from the fit: {sorted(missing)}"
+    return max(abs(ours[k].mean() - v.mean()) / v.std() for k, v in reference.items())

@@ -96,18 +96,11 @@ numpyro = pytest.importorskip("numpyro")
 
 def test_numpyro_fits_name_their_sites() -> None:
     import jax.numpy as jnp
-    import numpyro.distributions as dist
     import smi.numpyro as snp
+    from test_numpyro import normal_model as model
 
     numpyro.enable_x64()
     y = jnp.asarray(np.random.default_rng(0).normal(3.0, 1.5, size=40))
-
-    def model(y: jnp.ndarray) -> None:
-        mu = numpyro.sample("mu", dist.Normal(0.0, 10.0))
-        sigma = numpyro.sample("sigma", dist.HalfNormal(5.0))
-        numpyro.deterministic("mu2", 2 * mu)
-        with numpyro.plate("data", y.shape[0]):
-            numpyro.sample("y", dist.Normal(mu, sigma), obs=y)
 
     nuts = snp.fit(model, y, method="nuts", num_warmup=100, num_samples=60, num_chains=2)
     data = nuts.to_arviz()

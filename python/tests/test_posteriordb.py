@@ -3,25 +3,14 @@ library's defaults, against posteriordb's reference draws (constrained space, St
 
 from __future__ import annotations
 
-import numpy as np
 import pytest
 
 numpyro = pytest.importorskip("numpyro")
 
 import smi.numpyro as snp
-from posteriordb_models import POSTERIORS, by_stan_name, data_dir, load
+from posteriordb_models import POSTERIORS, data_dir, load, max_standardised_error
 
 numpyro.enable_x64()
-
-
-def max_standardised_error(
-    samples: dict[str, np.ndarray], reference: dict[str, np.ndarray]
-) -> float:
-    """max over parameters of |mean − reference mean| / reference sd."""
-    ours = by_stan_name(samples)
-    missing = set(reference) - set(ours)
-    assert not missing, f"parameters missing from the fit: {sorted(missing)}"
-    return max(abs(ours[k].mean() - v.mean()) / v.std() for k, v in reference.items())
 
 
 @pytest.fixture(scope="module", params=list(POSTERIORS))

@@ -13,7 +13,7 @@ pm = pytest.importorskip("pymc")
 pytest.importorskip("jax")
 
 import smi.pymc as spm
-from posteriordb_models import POSTERIORS, by_stan_name, data_dir, load
+from posteriordb_models import POSTERIORS, data_dir, load, max_standardised_error
 
 
 def normal_model(y: np.ndarray) -> Any:
@@ -100,16 +100,6 @@ def posterior(request: pytest.FixtureRequest) -> tuple[str, Any, dict[str, np.nd
         pytest.fail(f"posteriordb data not found under {data_dir()}; set SMI_DATA_DIR")
     _, args, reference = load(name)
     return name, pymc_model(name, args), reference
-
-
-def max_standardised_error(
-    samples: dict[str, np.ndarray], reference: dict[str, np.ndarray]
-) -> float:
-    """max over parameters of |mean − reference mean| / reference sd."""
-    ours = by_stan_name(samples)
-    missing = set(reference) - set(ours)
-    assert not missing, f"parameters missing from the fit: {sorted(missing)}"
-    return max(abs(ours[k].mean() - v.mean()) / v.std() for k, v in reference.items())
 
 
 def test_posteriordb_nuts_defaults(posterior: tuple[str, Any, dict[str, np.ndarray]]) -> None:
