@@ -200,7 +200,8 @@ fn interval(secs: f64) -> Option<Duration> {
 }
 
 impl FitArgs {
-    /// The typed options of the fit these arguments ask for.
+    /// The typed options of the fit these arguments ask for (parsed only: the fit checks them,
+    /// [`FitOptions::check`], and their combination with the run's time limit and resume).
     ///
     /// # Errors
     /// A method, width list, learning rate or guide that does not parse.
@@ -214,37 +215,19 @@ impl FitArgs {
         let lr = if self.lr.trim().eq_ignore_ascii_case("auto") {
             None
         } else {
-            let v: f64 = self
-                .lr
-                .trim()
-                .parse()
-                .ok()
-                .filter(|v: &f64| *v > 0.0 && v.is_finite())
-                .with_context(|| {
-                    format!("--lr {:?}: expected a positive number or `auto`", self.lr)
-                })?;
+            // A number; `FitOptions::check` (run by the fit) refuses one that is not positive.
+            let v: f64 = self.lr.trim().parse().with_context(|| {
+                format!("--lr {:?}: expected a positive number or `auto`", self.lr)
+            })?;
             Some(v)
         };
-        let guide = match &self.guide {
-            Some(spec) => {
-                let g = GuideSettings::from_spec(spec).context("--guide")?;
-                if !matches!(method, Method::Smi | Method::Ovi) || !g.is_normal() {
-                    bail!(
-                        "--guide {spec}: the guide families normal, lowrank:R and fullrank are \
-                         for smi and ovi (svgd, asvgd and map use point masses, nuts draws)"
-                    );
-                }
-                Some(g)
-            }
-            None => None,
-        };
-        if method == Method::Nuts && (self.max_time.is_some() || self.resume) {
-            bail!(
-                "--max-time and --resume apply to the variational methods; NUTS's budget is \
-                 --nuts-warmup and --nuts-draws"
-            );
-        }
-        let o = FitOptions {
+        let guide = self
+            .guide
+            .as_deref()
+            .map(GuideSettings::from_spec)
+            .transpose()
+            .context("--guide")?;
+        Ok(FitOptions {
             method,
             particles: self.particles,
             hidden,
@@ -264,9 +247,7 @@ impl FitArgs {
             draws: self.draws,
             nuts_warmup: self.nuts_warmup,
             nuts_draws: self.nuts_draws,
-        };
-        o.check()?;
-        Ok(o)
+        })
     }
 }
 

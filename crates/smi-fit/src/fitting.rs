@@ -164,10 +164,11 @@ pub fn fit(source: &Source<'_>, o: &FitOptions, control: &RunControl<'_>) -> Res
     o.check()?;
     let say = control.messages;
     let variational = o.method != Method::Nuts;
-    if !variational && control.max_time.is_some() {
+    let resuming = control.checkpoint.as_ref().is_some_and(|c| c.resume);
+    if !variational && (control.max_time.is_some() || resuming) {
         bail!(
-            "--max-time applies to the variational methods; NUTS's budget is --nuts-warmup and \
-             --nuts-draws"
+            "--max-time and --resume apply to the variational methods; NUTS's budget is \
+             --nuts-warmup and --nuts-draws"
         );
     }
     let ckpt = control
@@ -175,22 +176,16 @@ pub fn fit(source: &Source<'_>, o: &FitOptions, control: &RunControl<'_>) -> Res
         .as_ref()
         .filter(|_| variational)
         .map(|c| Paths::of(&c.save));
-    let resuming = control.checkpoint.as_ref().is_some_and(|c| c.resume);
-    if resuming && !variational {
-        bail!(
-            "--resume applies to the variational methods; NUTS's budget is --nuts-warmup and \
-             --nuts-draws"
-        );
-    }
     let resumed = match (&ckpt, resuming) {
         (Some(c), true) => Some(read_resumed(o, c)?),
         _ => None,
     };
 
     // Load: read first, so that its errors say what is wrong with the data.
-    let data = load(source, say)?;
+    let data = load(source, say, ckpt.is_some())?;
+    let checksum = data.checksum.unwrap_or_default();
     if let (Some(m), Some(c)) = (&resumed, &ckpt) {
-        if m.csv_crc32 != data.checksum {
+        if m.csv_crc32 != checksum {
             let what = match source {
                 Source::Csv(csv) => csv.path.display().to_string(),
                 Source::Arrays(_) => "the data".into(),
@@ -224,16 +219,19 @@ pub fn fit(source: &Source<'_>, o: &FitOptions, control: &RunControl<'_>) -> Res
     } else if let Some(v) = o.lr {
         (Some(v), "fixed".into(), Vec::new())
     } else {
-        // Tune on the validation split (or a 10 % hold-out of the training rows).
+        // Tune on the validation split (the prepared one), or a 10 % hold-out of the training
+        // rows.
+        let holdout;
         let tprep = match val {
-            Some(_) => prepare(x, y, cols, &plan.train_rows, val, plan.scale_y)?,
+            Some(_) => &prep,
             None => {
                 let (tr, va) = split(data.rows(), 0.1)?;
-                prepare(x, y, cols, &tr, Some(&va), plan.scale_y)?
+                holdout = prepare(x, y, cols, &tr, Some(&va), plan.scale_y)?;
+                &holdout
             }
         };
         let ts = plan.protocol(o, tprep.y_train.len());
-        let (best, grid) = search_lr(&job, spec, &tprep, &ts)?;
+        let (best, grid) = search_lr(&job, spec, tprep, &ts)?;
         (Some(best), "auto".into(), grid)
     };
 
@@ -243,7 +241,7 @@ pub fn fit(source: &Source<'_>, o: &FitOptions, control: &RunControl<'_>) -> Res
     let mut meta = Meta {
         format: META_FORMAT.into(),
         method: o.method.name().into(),
-        csv_crc32: data.checksum,
+        csv_crc32: checksum,
         lr,
         lr_mode: lr_mode.clone(),
         lr_grid: grid_scores.clone(),
@@ -329,8 +327,8 @@ pub fn fit(source: &Source<'_>, o: &FitOptions, control: &RunControl<'_>) -> Res
     );
     h.validation = validation;
     let file = ModelFile::new(h, &out.posterior, model.density().dim());
-    // Serialising checks what saving checks (finite parameters, a consistent header).
-    file.to_bytes()?;
+    // What saving checks (finite parameters, a consistent header), without encoding.
+    file.check()?;
     Ok(Fitted {
         file,
         stop,

@@ -219,8 +219,9 @@ impl FitOptions {
         if let Some(guide) = &self.guide {
             if !matches!(self.method, Method::Smi | Method::Ovi) || !guide.is_normal() {
                 bail!(
-                    "--guide: the guide families normal, lowrank:R and fullrank are for smi \
-                     and ovi (svgd, asvgd and map use point masses, nuts draws)"
+                    "--guide {}: the guide families normal, lowrank:R and fullrank are for smi \
+                     and ovi (svgd, asvgd and map use point masses, nuts draws)",
+                    guide.name()
                 );
             }
         }

@@ -68,9 +68,9 @@ pub(crate) struct Data {
     pub(super) dropped: Vec<u64>,
     /// The target's name.
     pub(super) target: String,
-    /// CRC-32 of the data: of the CSV file's bytes, or of the arrays' values (a resumed fit
-    /// must see the same data).
-    pub(super) checksum: u32,
+    /// CRC-32 of the data, when asked for (a fit with a checkpoint: a resumed fit must see the
+    /// same data): of the CSV file's bytes, or of the arrays' values.
+    pub(super) checksum: Option<u32>,
 }
 
 impl Data {
@@ -264,7 +264,7 @@ pub(super) fn read_data(
     };
     Ok(Data {
         target: target.to_string(),
-        checksum: 0,
+        checksum: None,
         features: feature_idx
             .iter()
             .map(|&j| table.headers[j].clone())
@@ -278,16 +278,17 @@ pub(super) fn read_data(
     })
 }
 
-/// Reads `source`; with `messages`, says which rows `drop_missing` dropped and when a
-/// non-numeric target makes a classifier of many classes.
-pub(crate) fn load(source: &Source<'_>, messages: bool) -> Result<Data> {
+/// Reads `source`, with the data's checksum when `checksum` asks for it; with `messages`, says
+/// which rows `drop_missing` dropped and when a non-numeric target makes a classifier of many
+/// classes.
+pub(crate) fn load(source: &Source<'_>, messages: bool, checksum: bool) -> Result<Data> {
     match source {
-        Source::Csv(c) => load_csv(c, messages),
-        Source::Arrays(a) => from_arrays(a),
+        Source::Csv(c) => load_csv(c, messages, checksum),
+        Source::Arrays(a) => from_arrays(a, checksum),
     }
 }
 
-fn load_csv(c: &CsvSource, messages: bool) -> Result<Data> {
+fn load_csv(c: &CsvSource, messages: bool, checksum: bool) -> Result<Data> {
     let table = read_table(&c.path)?;
     let mut data = read_data(
         &table,
@@ -296,7 +297,9 @@ fn load_csv(c: &CsvSource, messages: bool) -> Result<Data> {
         c.task,
         c.drop_missing,
     )?;
-    data.checksum = crate::checkpoint::file_crc32(&c.path)?;
+    if checksum {
+        data.checksum = Some(crate::checkpoint::file_crc32(&c.path)?);
+    }
     if !messages {
         return Ok(data);
     }
@@ -340,7 +343,7 @@ fn load_csv(c: &CsvSource, messages: bool) -> Result<Data> {
 }
 
 /// Checks the shapes and values of `d` and takes its task from its classes.
-fn from_arrays(d: &ArrayData<'_>) -> Result<Data> {
+fn from_arrays(d: &ArrayData<'_>, checksum: bool) -> Result<Data> {
     if d.rows == 0 || d.cols == 0 {
         bail!("X must have at least one row and one column");
     }
@@ -378,10 +381,13 @@ fn from_arrays(d: &ArrayData<'_>) -> Result<Data> {
             Task::Classification
         }
     };
-    let mut crc = crc32fast::Hasher::new();
-    for v in d.x.iter().chain(d.y) {
-        crc.update(&v.to_le_bytes());
-    }
+    let checksum = checksum.then(|| {
+        let mut crc = crc32fast::Hasher::new();
+        for v in d.x.iter().chain(d.y) {
+            crc.update(&v.to_le_bytes());
+        }
+        crc.finalize()
+    });
     Ok(Data {
         features: d.features.clone(),
         x: d.x.to_vec(),
@@ -391,6 +397,6 @@ fn from_arrays(d: &ArrayData<'_>) -> Result<Data> {
         guessed: false,
         dropped: Vec::new(),
         target: d.target.clone(),
-        checksum: crc.finalize(),
+        checksum,
     })
 }

@@ -109,12 +109,19 @@ impl ModelFile {
         }
     }
 
-    /// Serialises to bytes, with the checksum.
+    /// Checks what saving needs without encoding the payload: finite header numbers and
+    /// parameters, a consistent header, a payload of the header's shape, a header that reads
+    /// back as written.
     ///
     /// # Errors
-    /// A non-finite number in the header or the payload (the fit diverged, or a value JSON
-    /// cannot hold), a header inconsistent with the payload.
-    pub fn to_bytes(&self) -> Result<Vec<u8>> {
+    /// The first of these that fails, saying what.
+    pub fn check(&self) -> Result<()> {
+        self.check_values()?;
+        self.header_json().map(|_| ())
+    }
+
+    /// [`ModelFile::check`] but the header's round trip through JSON.
+    fn check_values(&self) -> Result<()> {
         if let Some(field) = self.header.non_finite_field() {
             bail!(
                 "cannot save the model: {field} holds a value that is not a finite number (a \
@@ -142,6 +149,11 @@ impl ModelFile {
                 self.payload.cols()
             );
         }
+        Ok(())
+    }
+
+    /// The header without its checksum as JSON, checked to read back as it was.
+    fn header_json(&self) -> Result<Vec<u8>> {
         let mut header = self.header.clone();
         header.checksum = None;
         let json = serde_json::to_vec(&header).context("cannot encode the header")?;
@@ -152,6 +164,17 @@ impl ModelFile {
                  value JSON cannot hold?)"
             );
         }
+        Ok(json)
+    }
+
+    /// Serialises to bytes, with the checksum.
+    ///
+    /// # Errors
+    /// A non-finite number in the header or the payload (the fit diverged, or a value JSON
+    /// cannot hold), a header inconsistent with the payload.
+    pub fn to_bytes(&self) -> Result<Vec<u8>> {
+        self.check_values()?;
+        let json = self.header_json()?;
         let mut body = Vec::with_capacity(self.payload.as_slice().len() * 8);
         for v in self.payload.as_slice() {
             body.extend_from_slice(&v.to_le_bytes());
