@@ -25,9 +25,6 @@ from typing import Any
 
 import numpy as np
 
-#: The groups of the ArviZ schema that the fits fill; ``mixture`` and ``optimization`` are ours.
-STANDARD_GROUPS = ("posterior", "sample_stats", "observed_data")
-
 
 def _modules() -> tuple[Any, Any]:
     try:
@@ -152,9 +149,7 @@ def build(
     parts = groups_of(post, int(num_samples), seed, transform)
     groups = {}
     for name, part in parts.items():
-        arrays = part["arrays"]
-        # Steps of a fit without ELBO estimates (MAP, SVGD) are NaN, as the engine reports them.
-        groups[name] = _dataset(xr, arrays, part["lead"])
+        groups[name] = _dataset(xr, part["arrays"], part["lead"])
     groups["posterior"].attrs.update(_attrs(post))
     if observed_data:
         obs = {k: np.asarray(v) for k, v in observed_data.items()}

@@ -27,6 +27,19 @@ impl Posterior {
         })
     }
 
+    /// `part` of the fitted mixture as an array; None for NUTS.
+    fn of_mixture<'py>(
+        &self,
+        py: Python<'py>,
+        part: impl Fn(&smi::Mixture) -> smi::Matrix,
+    ) -> PyResult<Option<Bound<'py, PyArray2<f64>>>> {
+        self.fit
+            .posterior
+            .as_mixture()
+            .map(|m| matrix(py, &part(m)))
+            .transpose()
+    }
+
     /// Wraps a finished fit of a model of dimension `dim` that called Python `calls` times.
     pub fn new(fit: smi::Fit, dim: usize, calls: u64) -> Self {
         Posterior { fit, dim, calls }
@@ -294,23 +307,26 @@ impl Posterior {
                 stats.len()
             )));
         }
-        let f = |g: fn(&smi::DrawStats) -> f64| -> PyResult<Bound<'py, PyArray2<f64>>> {
-            PyArray1::from_vec(py, stats.iter().map(|s| g(s)).collect()).reshape([c, k])
-        };
-        let i = |g: fn(&smi::DrawStats) -> i64| -> PyResult<Bound<'py, PyArray2<i64>>> {
-            PyArray1::from_vec(py, stats.iter().map(|s| g(s)).collect()).reshape([c, k])
-        };
-        let diverging: Vec<bool> = stats.iter().map(|s| s.divergent).collect();
+        // One (chains × draws) array of a statistic.
+        fn grid<'py, T: numpy::Element>(
+            py: Python<'py>,
+            values: Vec<T>,
+            shape: [usize; 2],
+        ) -> PyResult<Bound<'py, PyArray2<T>>> {
+            PyArray1::from_vec(py, values).reshape(shape)
+        }
+        let f = |g: fn(&smi::DrawStats) -> f64| stats.iter().map(|s| g(s)).collect::<Vec<_>>();
+        let i =
+            |g: fn(&smi::DrawStats) -> u64| stats.iter().map(|s| g(s) as i64).collect::<Vec<_>>();
+        let shape = [c, k];
         let d = PyDict::new(py);
-        d.set_item(
-            "diverging",
-            PyArray1::from_vec(py, diverging).reshape([c, k])?,
-        )?;
-        d.set_item("energy", f(|s| s.energy)?)?;
-        d.set_item("tree_depth", i(|s| s.tree_depth as i64)?)?;
-        d.set_item("step_size", f(|s| s.step_size)?)?;
-        d.set_item("lp", f(|s| s.log_density)?)?;
-        d.set_item("n_steps", i(|s| s.n_leapfrog as i64)?)?;
+        let diverging: Vec<bool> = stats.iter().map(|s| s.divergent).collect();
+        d.set_item("diverging", grid(py, diverging, shape)?)?;
+        d.set_item("energy", grid(py, f(|s| s.energy), shape)?)?;
+        d.set_item("tree_depth", grid(py, i(|s| s.tree_depth), shape)?)?;
+        d.set_item("step_size", grid(py, f(|s| s.step_size), shape)?)?;
+        d.set_item("lp", grid(py, f(|s| s.log_density), shape)?)?;
+        d.set_item("n_steps", grid(py, i(|s| s.n_leapfrog), shape)?)?;
         Ok(Some(d))
     }
 
@@ -353,22 +369,14 @@ impl Posterior {
     /// NUTS.
     #[getter]
     fn locations<'py>(&self, py: Python<'py>) -> PyResult<Option<Bound<'py, PyArray2<f64>>>> {
-        self.fit
-            .posterior
-            .as_mixture()
-            .map(|m| matrix(py, &m.locations()))
-            .transpose()
+        self.of_mixture(py, smi::Mixture::locations)
     }
 
     /// The components' marginal standard deviations (m × d; zeros for point masses). None for
     /// NUTS.
     #[getter]
     fn scales<'py>(&self, py: Python<'py>) -> PyResult<Option<Bound<'py, PyArray2<f64>>>> {
-        self.fit
-            .posterior
-            .as_mixture()
-            .map(|m| matrix(py, &m.scales()))
-            .transpose()
+        self.of_mixture(py, smi::Mixture::scales)
     }
 
     /// The fit as ArviZ data (`import arviz`; `pip install "smi[arviz]"`): an `InferenceData`
