@@ -15,6 +15,7 @@ density written in Python::
 
 from __future__ import annotations
 
+import json
 import warnings
 from collections.abc import Callable
 from typing import Any
@@ -75,6 +76,12 @@ def fit(
     repulsion_temperature: float | None = None,
     guide: str | None = None,
     start: str | None = None,
+    kernel: str | dict[str, Any] | None = None,
+    loss_temperature: float | None = None,
+    init_scale: float | None = None,
+    num_cycles: int | None = None,
+    transition_speed: float | None = None,
+    progress_bar: bool = True,
 ) -> Posterior:
     """Fit the posterior of a batched log density by ``method``.
 
@@ -114,6 +121,23 @@ def fit(
             ``"draw"`` (as drawn, scale 0.1) or ``"laplace"`` (each climbs by L-BFGS to the
             nearest mode and starts as the Laplace approximation there, kept when its ELBO
             estimate beats the draw's). Default: the library's (``docs/defaults.md``).
+        kernel: the Stein kernel of SMI, SVGD and ASVGD, as a dict or its JSON, tagged by
+            ``"kind"``: ``{"kind": "rbf"}`` (the default; ``"mode"``: ``"norm"``,
+            ``"vector"``, ``"norm_diag"`` or ``"vector_diag"``; ``"bandwidth_factor"``:
+            ``"inverse_log"``, ``"inverse_log_plus_one"`` or ``{"constant": f}``),
+            ``{"kind": "imq", "c": 1.0, "beta": -0.5}``, ``{"kind": "linear"}``,
+            ``{"kind": "random_feature"}``, ``{"kind": "probability_product"}``, and
+            ``{"kind": "mixture", "weights": [...], "kernels": [...]}``.
+        loss_temperature: tau, SMI's multiplier on the model term of the attraction (NumPyro's
+            name; default 1): the particles ascend the ELBO of p^tau, so tau > 1 narrows
+            the fit (docs/algorithms.md).
+        init_scale: the initial scale of each coordinate of SMI's and OVI's guides (default
+            0.1; NumPyro's ``AutoNormal(init_scale=...)``).
+        num_cycles, transition_speed: ASVGD's annealing cycles and transition speed (NumPyro's
+            names; default 10 and 10).
+        progress_bar: show progress on stderr while fitting: a bar on a terminal, otherwise a
+            line a minute (NumPyro's name; default on). The environment variable
+            ``SMI_NO_PROGRESS`` turns it off everywhere.
 
     Returns:
         A ``Posterior``: ``sample(n, seed)``, ``mean``, ``var``, ``losses``, ``elbos``,
@@ -152,6 +176,12 @@ def fit(
         repulsion_temperature=repulsion_temperature,
         guide=guide,
         start=start,
+        kernel=json.dumps(kernel) if isinstance(kernel, dict) else kernel,
+        loss_temperature=loss_temperature,
+        init_scale=init_scale,
+        num_cycles=num_cycles,
+        transition_speed=transition_speed,
+        progress_bar=progress_bar,
     )
     for problem in post.warnings:
         warnings.warn(f"smi.fit ({method}): {problem}", UserWarning, stacklevel=2)

@@ -97,6 +97,12 @@ def fit(
     repulsion_temperature: float | None = None,
     guide: str | None = None,
     start: str | None = None,
+    kernel: str | None = None,
+    loss_temperature: float | None = None,
+    init_scale: float | None = None,
+    num_cycles: int | None = None,
+    transition_speed: float | None = None,
+    progress_bar: bool = True,
 ) -> Posterior: ...
 
 class BnnModel:

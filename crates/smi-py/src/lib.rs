@@ -43,7 +43,9 @@ pub fn to_py_err(err: smi::Error) -> PyErr {
     logdensity, dim, method = "smi", *, num_stein_particles = None, num_elbo_particles = None,
     num_steps = None, converge = true, optimizer = None, constant_lr = false, lr = None, init_radius = None, seed = 0,
     num_warmup = None, num_samples = None, num_chains = None, quality_draws = None,
-    repulsion_temperature = None, guide = None, start = None
+    repulsion_temperature = None, guide = None, start = None, kernel = None,
+    loss_temperature = None, init_scale = None, num_cycles = None, transition_speed = None,
+    progress_bar = true
 ))]
 #[allow(clippy::too_many_arguments)]
 fn fit(
@@ -67,6 +69,12 @@ fn fit(
     repulsion_temperature: Option<f64>,
     guide: Option<String>,
     start: Option<String>,
+    kernel: Option<String>,
+    loss_temperature: Option<f64>,
+    init_scale: Option<f64>,
+    num_cycles: Option<Bound<'_, PyAny>>,
+    transition_speed: Option<f64>,
+    progress_bar: bool,
 ) -> PyResult<Posterior> {
     guard::no_panic(|| {
         if !logdensity.bind(py).is_callable() {
@@ -94,11 +102,19 @@ fn fit(
             repulsion_temperature,
             guide,
             start,
+            kernel,
+            loss_temperature,
+            init_scale,
+            num_cycles: counted(&num_cycles, "num_cycles", 1)?.map(|v| v as u64),
+            transition_speed,
         };
         options.check_memory(dim)?;
         let (settings, run) = options.build(dim).map_err(to_py_err)?;
         let model = PyDensity::new(logdensity, dim);
-        let result = py.detach(|| smi::fit(&model, &settings, &run, &mut smi::NoObserver));
+        // A bar on a terminal, else a line a minute on stderr (smi_fit::progress).
+        let every = progress_bar.then_some(smi_fit::progress::PLAIN_EVERY);
+        let mut progress = smi_fit::progress::FitProgress::new(&format!("smi {method}"), every);
+        let result = py.detach(|| smi::fit(&model, &settings, &run, &mut progress));
         match result {
             Ok(fit) => Ok(Posterior::new(fit, dim, model.calls())),
             Err(err) => Err(model.take_error().unwrap_or_else(|| to_py_err(err))),

@@ -44,6 +44,25 @@ pub struct FitOptions {
     /// `start`: where SMI's and OVI's particles start from their drawn locations, `"draw"` or
     /// `"laplace"` ([`smi::Start::from_name`]; default: [`Method::defaults_for`]'s).
     pub start: Option<String>,
+    /// `kernel`: the Stein kernel of SMI, SVGD and ASVGD as the JSON of
+    /// [`smi::kernel::KernelSettings`] (e.g. `{"kind": "imq"}`; default: the preset's RBF).
+    pub kernel: Option<String>,
+    /// `loss_temperature`: τ, SMI's multiplier on the model term (NumPyro's name; default 1).
+    pub loss_temperature: Option<f64>,
+    /// `init_scale`: the guide's initial σ per coordinate (SMI and OVI with a Normal-family
+    /// guide; default 0.1).
+    pub init_scale: Option<f64>,
+    /// `num_cycles`: C, ASVGD's annealing cycles (default 10).
+    pub num_cycles: Option<u64>,
+    /// `transition_speed`: p, ASVGD's transition speed (default 10).
+    pub transition_speed: Option<f64>,
+}
+
+fn not_asvgd(method: Method) -> smi::Error {
+    smi::Error::invalid(
+        "num_cycles",
+        format!("{method} has no annealing cycles (only asvgd does)"),
+    )
 }
 
 /// The default step cap of a variational method when `num_steps` is not given: the cap the
@@ -105,6 +124,68 @@ impl FitOptions {
                     return Err(smi::Error::invalid(
                         "repulsion_temperature",
                         format!("{method} has no repulsion (only smi, svgd and asvgd do)"),
+                    ))
+                }
+            }
+        }
+        if let Some(json) = &self.kernel {
+            let kernel: smi::kernel::KernelSettings = serde_json::from_str(json).map_err(|e| {
+                smi::Error::invalid("kernel", format!("not a kernel description ({e}): {json}"))
+            })?;
+            kernel.build()?;
+            match &mut settings {
+                MethodSettings::Stein(s) => s.kernel = kernel,
+                _ => {
+                    return Err(smi::Error::invalid(
+                        "kernel",
+                        format!("{method} has no Stein kernel (only smi, svgd and asvgd do)"),
+                    ))
+                }
+            }
+        }
+        if let Some(sigma) = self.init_scale {
+            let guide = match &mut settings {
+                MethodSettings::Stein(s) if method == Method::Smi => Some(&mut s.guide),
+                MethodSettings::Svi(s) if method == Method::Ovi => Some(&mut s.guide),
+                _ => None,
+            };
+            match guide {
+                Some(
+                    GuideSettings::Normal { init_scale }
+                    | GuideSettings::LowRank { init_scale, .. }
+                    | GuideSettings::FullRank { init_scale },
+                ) => *init_scale = sigma,
+                _ => {
+                    return Err(smi::Error::invalid(
+                        "init_scale",
+                        format!("{method} has no guide scale (only smi and ovi do)"),
+                    ))
+                }
+            }
+        }
+        if self.num_cycles.is_some() || self.transition_speed.is_some() {
+            match &mut settings {
+                MethodSettings::Stein(s) => match &mut s.schedule {
+                    smi::Schedule::Cyclical {
+                        num_cycles,
+                        transition_speed,
+                        ..
+                    } => {
+                        *num_cycles = self.num_cycles.unwrap_or(*num_cycles);
+                        *transition_speed = self.transition_speed.unwrap_or(*transition_speed);
+                    }
+                    _ => return Err(not_asvgd(method)),
+                },
+                _ => return Err(not_asvgd(method)),
+            }
+        }
+        if let Some(tau) = self.loss_temperature {
+            match &mut settings {
+                MethodSettings::Stein(s) if method == Method::Smi => s.loss_temperature = tau,
+                _ => {
+                    return Err(smi::Error::invalid(
+                        "loss_temperature",
+                        format!("{method} has no loss temperature (only smi does)"),
                     ))
                 }
             }

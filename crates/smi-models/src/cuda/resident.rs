@@ -111,6 +111,16 @@ impl OptimizerCall {
                     h: [lr, momentum, 0.0, 0.0, 0.0],
                 })
             }
+            (
+                OptimizerState::Adam(_),
+                OptimizerSettings::Adam {
+                    spike_guard: Some(_),
+                    ..
+                },
+            ) => Err(Error::invalid(
+                "spike_guard",
+                "Adam's spike guard runs on the CPU only; the CUDA engine has none",
+            )),
             (OptimizerState::Adam(s), OptimizerSettings::Adam { b1, b2, eps, .. }) => {
                 let (step, inv_sqrt_c2) = s.advance(lr, b1, b2);
                 Ok(OptimizerCall {

@@ -22,6 +22,7 @@
 mod adapter;
 mod chain;
 mod diagnostics;
+mod gather;
 mod result;
 mod settings;
 mod stats;
@@ -63,7 +64,11 @@ impl Nuts {
     }
 
     /// Runs `num_chains` chains of `num_warmup + num_draws` iterations on `model` (called with
-    /// K = 1 and [`crate::Batch::full`]), in parallel with rayon; the result depends only on the seed.
+    /// K = 1 and [`crate::Batch::full`]), in parallel with rayon; the result depends only on the
+    /// seed. For a model with a large fixed cost per call
+    /// ([`LogDensity::one_call_per_step`]) each chain has its own thread and the chains'
+    /// positions are evaluated together, one call of K = `num_chains` rows per round of
+    /// leapfrog steps (rows of chains that finished are padded with a copy of the first).
     ///
     /// The observer gets `on_start(num_warmup + num_draws)`, then after every iteration of chain
     /// 0 (on the calling thread) `on_step(Progress { step, total, loss: −log p, phase })` with
@@ -93,18 +98,36 @@ impl Nuts {
         let abort = AtomicBool::new(false);
         let mut slots: Vec<Option<Result<Option<ChainOutput>>>> =
             (0..s.num_chains).map(|_| None).collect();
-        rayon::in_place_scope(|scope| {
-            let Some((first, rest)) = slots.split_first_mut() else {
-                return;
-            };
-            for (i, slot) in rest.iter_mut().enumerate() {
-                let abort = &abort;
-                scope.spawn(move |_| {
-                    *slot = Some(run_chain(model, s, i + 1, abort, None));
-                });
-            }
-            *first = Some(run_chain(model, s, 0, &abort, Some(&mut *observer)));
-        });
+        if model.one_call_per_step() && s.num_chains > 1 {
+            // One call per round for all chains, on this thread (gather.rs); each chain needs
+            // a thread of its own, since a round waits for every running chain.
+            let gather = gather::Gather::new(model, s.num_chains);
+            std::thread::scope(|scope| {
+                for (i, slot) in slots.iter_mut().enumerate() {
+                    let (abort, gather) = (&abort, &gather);
+                    scope.spawn(move || {
+                        let seat = gather.seat(i);
+                        let mut relay = gather.relay();
+                        let observer = (i == 0).then_some(&mut relay as &mut dyn Observer);
+                        *slot = Some(run_chain(&seat, s, i, abort, observer));
+                    });
+                }
+                gather.serve(&mut *observer);
+            });
+        } else {
+            rayon::in_place_scope(|scope| {
+                let Some((first, rest)) = slots.split_first_mut() else {
+                    return;
+                };
+                for (i, slot) in rest.iter_mut().enumerate() {
+                    let abort = &abort;
+                    scope.spawn(move |_| {
+                        *slot = Some(run_chain(model, s, i + 1, abort, None));
+                    });
+                }
+                *first = Some(run_chain(model, s, 0, &abort, Some(&mut *observer)));
+            });
+        }
         observer.on_finish();
 
         let mut outputs = Vec::with_capacity(s.num_chains);

@@ -68,6 +68,12 @@ pub enum OptimizerSettings {
         /// The learning-rate schedule (default: constant).
         #[serde(default, skip_serializing_if = "LrSchedule::is_constant")]
         schedule: LrSchedule,
+        /// The spike guard c (default none: plain Adam): from the second step, each
+        /// coordinate's gradient is clipped to ±c·√v̂ (v̂ its bias-corrected running mean
+        /// square before the step) before it enters the moments (docs/algorithms.md §2.4,
+        /// [`OptimizerSettings::with_spike_guard`]). Left out of the JSON when unset.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        spike_guard: Option<f64>,
     },
     /// NumPyro's Adagrad with momentum (0.9 by [`OptimizerSettings::adagrad`]): not textbook
     /// Adagrad (docs/algorithms.md §2.4). NumPyro recommends it for SteinVI.
@@ -99,6 +105,45 @@ impl OptimizerSettings {
             b2: 0.999,
             eps: 1e-8,
             schedule: LrSchedule::default(),
+            spike_guard: None,
+        }
+    }
+
+    /// These settings with Adam's spike guard c ([`OptimizerSettings::Adam`]'s `spike_guard`;
+    /// other optimizers are returned unchanged).
+    ///
+    /// Why: one draw deep in a funnel's neck can give a gradient 10⁶ times the usual one. Adam
+    /// normalises the step, so that draw pushes each coordinate it touches by about
+    /// lr·Σₖ b1ᵏ(1 − b1)/√(1 − b2) ≈ 32·lr over the next steps (b1 = 0.9, b2 = 0.999), and its
+    /// g² dominates v for many multiples of 1/(1 − b2) = 1000 steps, so the coordinate then
+    /// barely moves from where the spike threw it. Clipped at c times the running RMS, the
+    /// spike pushes by at most about c·lr (c ordinary steps) and leaves v almost as it was.
+    pub fn with_spike_guard(self, c: f64) -> Self {
+        match self {
+            OptimizerSettings::Adam {
+                lr,
+                b1,
+                b2,
+                eps,
+                schedule,
+                ..
+            } => OptimizerSettings::Adam {
+                lr,
+                b1,
+                b2,
+                eps,
+                schedule,
+                spike_guard: Some(c),
+            },
+            other => other,
+        }
+    }
+
+    /// Adam's spike guard c, if set.
+    pub fn spike_guard(&self) -> Option<f64> {
+        match self {
+            OptimizerSettings::Adam { spike_guard, .. } => *spike_guard,
+            _ => None,
         }
     }
 
@@ -176,9 +221,23 @@ impl OptimizerSettings {
             }
         };
         match *self {
-            OptimizerSettings::Adam { b1, b2, eps, .. } => {
+            OptimizerSettings::Adam {
+                b1,
+                b2,
+                eps,
+                spike_guard,
+                ..
+            } => {
                 unit("b1", b1)?;
                 unit("b2", b2)?;
+                if let Some(c) = spike_guard {
+                    if !(c.is_finite() && c > 0.0) {
+                        return Err(Error::invalid(
+                            "spike_guard",
+                            format!("must be finite and > 0, got {c}"),
+                        ));
+                    }
+                }
                 if eps.is_nan() || eps <= 0.0 {
                     return Err(Error::invalid(
                         "eps",
@@ -349,9 +408,19 @@ impl OptimizerState {
         }
         self.check_len(params.len())?;
         match (self, *settings) {
-            (OptimizerState::Adam(s), OptimizerSettings::Adam { b1, b2, eps, .. }) => {
-                s.step(lr, b1, b2, eps, params, grad)
-            }
+            (
+                OptimizerState::Adam(s),
+                OptimizerSettings::Adam {
+                    b1,
+                    b2,
+                    eps,
+                    spike_guard,
+                    ..
+                },
+            ) => match spike_guard {
+                None => s.step(lr, b1, b2, eps, params, grad),
+                Some(c) => s.step_guarded(lr, b1, b2, eps, c, params, grad),
+            },
             (OptimizerState::Adagrad(s), OptimizerSettings::Adagrad { momentum, .. }) => {
                 s.step(lr, momentum, params, grad)
             }

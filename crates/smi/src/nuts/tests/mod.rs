@@ -389,3 +389,66 @@ fn no_finite_start_is_an_error() {
         .unwrap_err();
     assert!(matches!(err, Error::NonFinite { .. }));
 }
+
+/// A counted model that asks for one call per step (as a Python/JAX function does) when
+/// `chains > 0`, and then refuses any call of other than one row per chain.
+struct Counted<M> {
+    inner: M,
+    chains: usize,
+    calls: std::sync::atomic::AtomicUsize,
+}
+
+impl<M: LogDensity> Counted<M> {
+    fn new(inner: M, chains: usize) -> Self {
+        Counted {
+            inner,
+            chains,
+            calls: std::sync::atomic::AtomicUsize::new(0),
+        }
+    }
+    fn calls(&self) -> f64 {
+        self.calls.load(std::sync::atomic::Ordering::Relaxed) as f64
+    }
+}
+
+impl<M: LogDensity> LogDensity for Counted<M> {
+    fn dim(&self) -> usize {
+        self.inner.dim()
+    }
+    fn one_call_per_step(&self) -> bool {
+        self.chains > 0
+    }
+    fn log_density_and_grad(
+        &self,
+        theta: &[f64],
+        batch: &crate::model::Batch,
+        logp: &mut [f64],
+        grad: &mut [f64],
+    ) -> crate::error::Result<()> {
+        if self.chains > 0 {
+            assert_eq!(logp.len(), self.chains, "one row per chain in every call");
+        }
+        self.calls
+            .fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+        self.inner.log_density_and_grad(theta, batch, logp, grad)
+    }
+}
+
+#[test]
+fn chains_of_a_one_call_model_share_calls_and_draw_as_alone() {
+    let run = |model: &dyn LogDensity| {
+        Nuts::new(settings(100, 100, 3, 7))
+            .sample(model, &mut NoObserver)
+            .unwrap()
+    };
+    let (alone, together) = (
+        Counted::new(std_normal(3), 0),
+        Counted::new(std_normal(3), 3),
+    );
+    // Each row of a call is evaluated as alone, so every chain draws what it draws alone.
+    assert_eq!(run(&alone), run(&together));
+    // One call per round: at least a third of the chains' evaluations (the busiest chain's),
+    // and well under all of them.
+    let (a, t) = (alone.calls(), together.calls());
+    assert!(t >= a / 3.0 && t < 0.6 * a, "{t} calls together, {a} alone");
+}

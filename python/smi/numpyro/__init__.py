@@ -21,8 +21,8 @@ from typing import Any
 
 import numpy as np
 
-from . import fit as _fit_density
-from ._jax_model import (
+from .. import fit as _fit_density
+from .._jax_model import (
     DEFAULT_NUM_SAMPLES,
     LogDensity,
     ModelPosterior,
@@ -33,7 +33,6 @@ from ._jax_model import (
 
 try:
     import jax
-    import jax.numpy as jnp
     from jax.flatten_util import ravel_pytree
     from numpyro.handlers import seed as seed_handler
     from numpyro.handlers import substitute
@@ -180,7 +179,7 @@ def _subsampled_log_density(
     calls = [0]
 
     def logdensity(theta: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-        out = batched(np.uint32(calls[0] & 0xFFFFFFFF), jnp.asarray(theta))
+        out = batched(np.uint32(calls[0] & 0xFFFFFFFF), theta)
         calls[0] += 1
         return as_numpy(*out)
 
