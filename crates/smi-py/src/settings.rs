@@ -132,7 +132,7 @@ impl FitOptions {
             let kernel: smi::kernel::KernelSettings = serde_json::from_str(json).map_err(|e| {
                 smi::Error::invalid("kernel", format!("not a kernel description ({e}): {json}"))
             })?;
-            kernel.build()?;
+            // Its options are checked with the other settings (`settings.validate()` below).
             match &mut settings {
                 MethodSettings::Stein(s) => s.kernel = kernel,
                 _ => {

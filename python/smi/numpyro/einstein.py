@@ -388,7 +388,7 @@ class SteinVI:
         self._options = _optimizer(optim)
         self._kernel = _kernel_settings(kernel_fn, self.num_stein_particles)
 
-    def _settings(self, num_steps: int) -> dict[str, Any]:
+    def _settings(self) -> dict[str, Any]:
         scale = float(getattr(self.guide, "_init_scale", 0.1))
         return {
             "guide": "normal",
@@ -435,7 +435,7 @@ class SteinVI:
             **_init_options(self.guide),
             progress_bar=progress_bar,
             **self._options,
-            **self._settings(int(num_steps)),
+            **self._settings(),
         )
         _setup_guide(self.guide, args, kwargs, seed)
         params = self._params(post)
@@ -501,7 +501,7 @@ class SVGD(SteinVI):
             **static_kwargs,
         )
 
-    def _settings(self, num_steps: int) -> dict[str, Any]:
+    def _settings(self) -> dict[str, Any]:
         return {}
 
     def _params(self, post: NumPyroPosterior) -> dict[str, np.ndarray]:
@@ -538,5 +538,5 @@ class ASVGD(SVGD):
             model, optim, kernel_fn, num_stein_particles, guide_kwargs, **static_kwargs
         )
 
-    def _settings(self, num_steps: int) -> dict[str, Any]:
+    def _settings(self) -> dict[str, Any]:
         return {"num_cycles": self.num_cycles, "transition_speed": self.transition_speed}

@@ -165,20 +165,18 @@ impl<'m> Gather<'m> {
         let chains: Vec<usize> = (0..rounds.asked.len())
             .filter(|&c| rounds.asked[c].is_some())
             .collect();
-        let rows: Vec<Vec<f64>> = chains
-            .iter()
-            .filter_map(|&c| rounds.asked[c].take())
-            .collect();
-        let Some(first) = rows.first() else {
+        if chains.is_empty() {
             return;
-        };
-        let k = self.width.max(rows.len());
-        let mut theta = Vec::with_capacity(k * d);
-        for r in &rows {
-            theta.extend_from_slice(r);
         }
-        for _ in rows.len()..k {
-            theta.extend_from_slice(first);
+        // The asked positions in chain order, then copies of the first up to `width` rows.
+        let k = self.width.max(chains.len());
+        let mut theta = Vec::with_capacity(k * d);
+        for &c in &chains {
+            theta.extend_from_slice(rounds.asked[c].as_deref().unwrap_or_default());
+            rounds.asked[c] = None;
+        }
+        for _ in chains.len()..k {
+            theta.extend_from_within(..d);
         }
         let mut logp = vec![0.0; k];
         let mut grad = vec![0.0; k * d];
@@ -193,7 +191,7 @@ impl<'m> Gather<'m> {
                 }
             }
             Err(e) if e.is_recoverable() => {
-                for (&c, row) in chains.iter().zip(&rows) {
+                for (&c, row) in chains.iter().zip(theta.chunks_exact(d)) {
                     let mut lp = [0.0];
                     let mut g = vec![0.0; d];
                     rounds.answers[c] = Some(
