@@ -86,7 +86,6 @@ mod posterior;
 mod precondition;
 pub mod quality;
 pub mod random;
-pub mod simd;
 mod stein;
 mod summary;
 mod svi;

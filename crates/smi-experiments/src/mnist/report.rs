@@ -223,7 +223,7 @@ pub fn report(out: &Path) -> Result<()> {
         md.push_str(&variant_section(
             "Variants of the paper's settings",
             "Runs of `smi reproduce mnist` with `--attraction numpyro` (docs/algorithms.md \
-             §2.8), `--particles` or `--device cuda`, without a defect",
+             §2.8), `--particles`, `--loss-temperature` or `--device cuda`, without a defect",
             &variants,
         ));
     }
@@ -318,7 +318,8 @@ fn variant_section(title: &str, intro: &str, runs: &[&Map<String, Value>]) -> St
 }
 
 /// Whether a record's config is a variant of the paper's settings: NumPyro's attraction
-/// normalisation, SMI with other than the paper's 5 particles (`m=M S=`), or a GPU run.
+/// normalisation, SMI with other than the paper's 5 particles (`m=M S=`) or with a likelihood
+/// temperature (`tau=`), or a GPU run.
 pub(super) fn is_variant(config: &str) -> bool {
     let smi_particles = config
         .split(' ')
@@ -330,6 +331,7 @@ pub(super) fn is_variant(config: &str) -> bool {
                 .flatten()
         });
     config.contains("attraction=")
+        || config.contains("tau=")
         || config.contains("device=")
         || smi_particles.is_some_and(|m| m != super::PARTICLES)
 }

@@ -27,6 +27,7 @@ fn steps_per_epoch_drop_the_remainder() {
         draws: None,
         elbo_draws: None,
         particles: None,
+        loss_temperature: None,
         max_steps_per_epoch: None,
         train_size: None,
         test_size: None,
@@ -258,6 +259,13 @@ fn variants_keep_their_state_files_apart() {
         "-attraction=numpyro-defect=double-transform"
     );
     assert_eq!(both.file_tag(Method::Map), "");
+    let cold = plan(&["--loss-temperature", "10"]);
+    assert_eq!(cold.file_tag(Method::Smi), "-tau=10");
+    assert!(cold
+        .train_key(1, Method::Smi, 60_000)
+        .contains("scale=0.1) tau=10 seed="));
+    assert!(!cold.train_key(1, Method::Svgd, 60_000).contains("tau="));
+    assert!(Plan::new(&crate::parse_args::<Args>(&["--loss-temperature", "0"])).is_err());
 }
 
 #[test]
@@ -274,6 +282,7 @@ fn variants_of_the_paper_settings_are_recognised() {
     assert!(is_variant(
         &paper.replace(" seed=142", " device=cuda seed=142")
     ));
+    assert!(is_variant(&paper.replace(" seed=142", " tau=10 seed=142")));
     // SVGD's m is not SMI's
     assert!(!is_variant("m=5 delta(init=median15) seed=142"));
 }

@@ -128,8 +128,7 @@ impl MlpFloat for f32 {
     }
     fn bias_tanh_in_place(xs: &mut [Self], bias: &[Self]) {
         #[cfg(target_arch = "x86_64")]
-        if std::arch::is_x86_feature_detected!("avx2") && std::arch::is_x86_feature_detected!("fma")
-        {
+        if smi_simd::level() >= smi_simd::Level::Avx2Fma {
             // SAFETY: the CPU supports AVX2 and FMA, checked just above.
             unsafe { bias_tanh_avx2_fma(xs, bias) };
             return;
@@ -151,8 +150,7 @@ impl MlpFloat for f32 {
     }
     fn scalar_input_layer(x: &[Self], w: &[Self], b: &[Self], act: Activation, out: &mut [Self]) {
         #[cfg(target_arch = "x86_64")]
-        if std::arch::is_x86_feature_detected!("avx2") && std::arch::is_x86_feature_detected!("fma")
-        {
+        if smi_simd::level() >= smi_simd::Level::Avx2Fma {
             // SAFETY: the CPU supports AVX2 and FMA, checked just above.
             unsafe { scalar_input_layer_avx2_fma(x, w, b, act, out) };
             return;
@@ -201,7 +199,7 @@ unsafe fn scalar_input_layer_avx2_fma(
     }
 }
 
-smi::multiversion! {
+smi_simd::multiversion! {
     /// [`MlpFloat::backward_one_in_one_out`] in `f32`, in the CPU's widest vector build (the
     /// same arithmetic in each).
     #[allow(clippy::too_many_arguments)]
@@ -222,7 +220,7 @@ smi::multiversion! {
     }
 }
 
-smi::multiversion! {
+smi_simd::multiversion! {
     /// [`MlpFloat::bias_relu_in_place`] in `f32`, in the CPU's widest vector build (the same
     /// arithmetic in each).
     fn bias_relu_f32(xs: &mut [f32], bias: &[f32]) {
@@ -352,7 +350,7 @@ fn one_in_one_out_block<T: MlpFloat, const TANH: bool, const W: usize>(
     gb1[start..start + W].copy_from_slice(&accb);
 }
 
-smi::multiversion! {
+smi_simd::multiversion! {
     /// [`MlpFloat::backward_single_output`] in `f32`, in the CPU's widest vector build (the
     /// same arithmetic in each).
     fn single_output_f32(
@@ -471,7 +469,7 @@ unsafe fn bias_tanh_avx2_fma(xs: &mut [f32], bias: &[f32]) {
     bias_tanh::<true>(xs, bias);
 }
 
-smi::multiversion! {
+smi_simd::multiversion! {
     /// Converts `t` into `w` (same length) and returns Σ tᵢ², in one pass with eight partial
     /// sums so that the loop vectorises (in the CPU's widest vector build; the sums' order is
     /// the same in each).

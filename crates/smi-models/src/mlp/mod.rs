@@ -617,7 +617,7 @@ fn chunk_size(k: usize, work_per_draw: usize) -> usize {
         .clamp(1, k.max(1))
 }
 
-smi::multiversion! {
+smi_simd::multiversion! {
     /// Copies the selected rows of `x` (all when `rows` is `None`) into `dst`, converting to T,
     /// in the CPU's widest vector build.
     fn fill_inputs<T: MlpFloat>(dst: &mut [T], x: &Matrix, rows: Option<&[usize]>) {
@@ -639,7 +639,7 @@ smi::multiversion! {
     }
 }
 
-smi::multiversion! {
+smi_simd::multiversion! {
     /// g = gw (widened to f64) − θ/σ²_prior element by element (`inv_var` = 1/σ²_prior): the
     /// weights' log-likelihood gradient plus their Normal prior's, in the CPU's widest vector
     /// build.

@@ -95,7 +95,7 @@ fn split_exponent(v: f64) -> (f64, i64) {
 /// the accuracy.
 pub(crate) fn exp_in_place(xs: &mut [f64]) {
     #[cfg(target_arch = "x86_64")]
-    if std::arch::is_x86_feature_detected!("avx2") && std::arch::is_x86_feature_detected!("fma") {
+    if smi_simd::level() >= smi_simd::Level::Avx2Fma {
         // SAFETY: the CPU supports AVX2 and FMA, checked just above.
         unsafe { exp_in_place_avx2_fma(xs) };
         return;

@@ -33,7 +33,7 @@ pub(crate) fn scales_into(psi: &[f64], sigma: &mut [f64]) {
     }
 }
 
-crate::multiversion! {
+smi_simd::multiversion! {
     /// [`draw_row`] of noise given in `f32` (widened exactly: the same θ as [`draw_row`] of the
     /// widened ε).
     pub(crate) fn draw_row_f32(loc: &[f64], sigma: &[f64], eps: &[f32], theta: &mut [f64]) {
@@ -43,7 +43,7 @@ crate::multiversion! {
     }
 }
 
-crate::multiversion! {
+smi_simd::multiversion! {
     /// One draw θ = loc + σ ⊙ ε (all of length d), in the CPU's widest vector build.
     pub(crate) fn draw_row(loc: &[f64], sigma: &[f64], eps: &[f64], theta: &mut [f64]) {
         for (((t, &l), &s), &e) in theta.iter_mut().zip(loc).zip(sigma).zip(eps) {
@@ -162,7 +162,7 @@ pub(crate) fn pullback_cols(
     finish_pullback(&psi[d + c0..d + c0 + w], s.max(1) as f64, loc_out, rho_out);
 }
 
-crate::multiversion! {
+smi_simd::multiversion! {
     /// Adds one chunk's partial sums (`part_loc`, `part_rho`) to the totals.
     pub(crate) fn add_partial(loc: &mut [f64], rho: &mut [f64], part_loc: &[f64], part_rho: &[f64]) {
         for (t, v) in loc.iter_mut().zip(part_loc) {

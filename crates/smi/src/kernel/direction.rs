@@ -154,7 +154,7 @@ impl Tiles {
     }
 }
 
-crate::multiversion! {
+smi_simd::multiversion! {
     /// One tile of the attraction: Σ_i w_{i,r}·g_i for r < [`TILE_R`] on [`TILE_W`] columns,
     /// `w` the tile's packed weights (m × [`TILE_R`], [`Tiles`]) and `g` the columns' strip of
     /// ĝ (m × [`TILE_W`]): each sum from zero over i in order, one product and one addition
@@ -174,7 +174,7 @@ crate::multiversion! {
     }
 }
 
-crate::multiversion! {
+smi_simd::multiversion! {
     /// [`attract_tile`] for a tile whose weights are all non-zero, without the test per weight
     /// (the same operations, so the same bits): the test kept each weight in a register to
     /// compare it before its broadcast, which ran on the port the products need; here each is
@@ -194,7 +194,7 @@ crate::multiversion! {
     }
 }
 
-crate::multiversion! {
+smi_simd::multiversion! {
     /// o ← c_att·o + c_rep·r, element by element, in the CPU's widest vector build.
     fn combine(c_att: f64, c_rep: f64, r: &[f64], o: &mut [f64]) {
         for (o, r) in o.iter_mut().zip(r) {

@@ -26,7 +26,7 @@ mod probability_product;
 mod random_feature;
 mod rbf;
 
-crate::multiversion! {
+smi_simd::multiversion! {
     /// o ← o + w·v (one product and one addition per element), in the CPU's widest vector
     /// build.
     fn add_scaled(w: f64, v: &[f64], o: &mut [f64]) {
@@ -36,7 +36,7 @@ crate::multiversion! {
     }
 }
 
-crate::multiversion! {
+smi_simd::multiversion! {
     /// o ← o + w ⊙ v (one product and one addition per element), in the CPU's widest vector
     /// build.
     fn add_weighted(w: &[f64], v: &[f64], o: &mut [f64]) {

@@ -75,8 +75,9 @@ pub fn gemm<T: faer::traits::ComplexField + Real>(
 #[inline]
 fn clear_upper_vector_state() {
     #[cfg(target_arch = "x86_64")]
-    if std::arch::is_x86_feature_detected!("avx") {
-        // SAFETY: the CPU supports AVX, checked just above.
+    if smi_simd::level() >= smi_simd::Level::Avx2Fma {
+        // SAFETY: the CPU supports AVX2 (so AVX), checked just above. faer's wide kernels need
+        // AVX2 and FMA too (pulp's x86-64-v3), so no CPU with AVX but not AVX2 gets here dirty.
         unsafe { vzeroupper() }
     }
 }

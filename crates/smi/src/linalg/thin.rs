@@ -4,7 +4,7 @@
 //! Whatever the transposition flags, every operand of such a product is either a contiguous
 //! vector or a row-major matrix read row by row, so each case is an `axpy` (c ← c + s·x) or a
 //! `dot` over contiguous slices. Both vectorise (the dot keeps 16 partial sums); on x86-64 the
-//! loops are compiled for AVX-512 and AVX2 too ([`crate::multiversion!`]) and chosen at run time.
+//! loops are compiled for AVX-512 and AVX2 too ([`smi_simd::multiversion!`]) and chosen at run time.
 
 use super::Op;
 use std::ops::{Add, Mul};
@@ -19,7 +19,7 @@ impl Real for f32 {}
 
 impl Real for f64 {}
 
-crate::multiversion! {
+smi_simd::multiversion! {
     /// [`super::gemm`] for `m == 1 || k == 1 || n == 1` (and m, n ≥ 1), same contract; in the
     /// CPU's widest vector build (AVX-512: 16 f32 lanes, AVX2: 8, SSE2: 4; same arithmetic).
     #[allow(clippy::too_many_arguments)]

@@ -33,7 +33,7 @@ impl AdagradState {
     }
 }
 
-crate::multiversion! {
+smi_simd::multiversion! {
     /// One block of the update, in the CPU's widest vector build (the same IEEE operations per
     /// coordinate in each).
     fn update(lr: f64, momentum: f64, blk: Block<'_>) {

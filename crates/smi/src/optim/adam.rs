@@ -113,7 +113,7 @@ struct Coefs {
     eps: f64,
 }
 
-crate::multiversion! {
+smi_simd::multiversion! {
     /// One block of the update, in the CPU's widest vector build (AVX-512: 8 lanes of f64,
     /// AVX2: 4, SSE2: 2; the same IEEE operations per coordinate, so the same results).
     fn update(c: Coefs, blk: Block<'_>) {

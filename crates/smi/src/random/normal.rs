@@ -204,19 +204,16 @@ fn rows_chunks<T: Store>(key: u64, first: u64, row_len: usize, out: &mut [T]) {
     }
 }
 
-/// Whether the CPU runs [`fill_avx512`].
+/// Whether the CPU runs [`fill_avx512`] (AVX-512 F/DQ/VL, AVX2, FMA: [`smi_simd::level`]).
 #[cfg(target_arch = "x86_64")]
 fn has_avx512() -> bool {
-    std::arch::is_x86_feature_detected!("avx512f")
-        && std::arch::is_x86_feature_detected!("avx512dq")
-        && std::arch::is_x86_feature_detected!("avx512vl")
-        && has_avx2()
+    smi_simd::level() >= smi_simd::Level::Avx512
 }
 
-/// Whether the CPU runs [`fill_avx2`].
+/// Whether the CPU runs [`fill_avx2`] (AVX2 and FMA: [`smi_simd::level`]).
 #[cfg(target_arch = "x86_64")]
 fn has_avx2() -> bool {
-    std::arch::is_x86_feature_detected!("avx2") && std::arch::is_x86_feature_detected!("fma")
+    smi_simd::level() >= smi_simd::Level::Avx2Fma
 }
 
 /// [`fill_normals`] compiled for AVX-512 (16 lanes of f32).

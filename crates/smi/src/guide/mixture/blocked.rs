@@ -113,14 +113,16 @@ impl Rows<'_> {
 }
 
 /// l_rj = Σ_i (b_ji − h_ji·θ_ri)·θ_ri (without c_j) of every row r and particle j into `l`
-/// (n×m, zero on entry), in the widest build the CPU has (the same operations in each).
+/// (n×m, zero on entry), in the widest build the CPU has ([`smi_simd::level`]). Every build
+/// computes the same fused multiply-adds (`f64::mul_add`, one rounding each: the hardware's
+/// FMA, or the C library's exact `fma` on CPUs without one), so all give the same bits.
 pub(super) fn log_components(k: &MixtureCoeffs, rows: Rows<'_>, l: &mut [f64]) {
     #[cfg(target_arch = "x86_64")]
-    match simd_level() {
-        // SAFETY: the CPU supports AVX-512F (AVX2 and FMA), checked by `simd_level`.
-        Simd::Avx512 => return unsafe { log_components_avx512(k, rows, l) },
-        Simd::Avx2Fma => return unsafe { log_components_avx2(k, rows, l) },
-        Simd::Plain => {}
+    match smi_simd::level() {
+        // SAFETY: the CPU supports AVX-512F (AVX2 and FMA), checked by `smi_simd::level`.
+        smi_simd::Level::Avx512 => return unsafe { log_components_avx512(k, rows, l) },
+        smi_simd::Level::Avx2Fma => return unsafe { log_components_avx2(k, rows, l) },
+        smi_simd::Level::Baseline => {}
     }
     log_components_impl(k, rows, l);
 }
@@ -129,36 +131,13 @@ pub(super) fn log_components(k: &MixtureCoeffs, rows: Rows<'_>, l: &mut [f64]) {
 /// block in order, the blocks in order).
 pub(super) fn gradient_blocks(k: &MixtureCoeffs, rows: Rows<'_>, w: &[f64], sink: &mut Sink<'_>) {
     #[cfg(target_arch = "x86_64")]
-    match simd_level() {
-        // SAFETY: the CPU supports AVX-512F (AVX2 and FMA), checked by `simd_level`.
-        Simd::Avx512 => return unsafe { gradient_blocks_avx512(k, rows, w, sink) },
-        Simd::Avx2Fma => return unsafe { gradient_blocks_avx2(k, rows, w, sink) },
-        Simd::Plain => {}
+    match smi_simd::level() {
+        // SAFETY: the CPU supports AVX-512F (AVX2 and FMA), checked by `smi_simd::level`.
+        smi_simd::Level::Avx512 => return unsafe { gradient_blocks_avx512(k, rows, w, sink) },
+        smi_simd::Level::Avx2Fma => return unsafe { gradient_blocks_avx2(k, rows, w, sink) },
+        smi_simd::Level::Baseline => {}
     }
     gradient_blocks_impl::<8>(k, rows, w, sink);
-}
-
-/// The vector instructions the kernel is compiled for on this CPU. Every build computes the same
-/// fused multiply-adds (`f64::mul_add`, one rounding each: the hardware's FMA, or the C
-/// library's exact `fma` on CPUs without one), so all give the same bits.
-#[cfg(target_arch = "x86_64")]
-enum Simd {
-    Avx512,
-    Avx2Fma,
-    Plain,
-}
-
-#[cfg(target_arch = "x86_64")]
-fn simd_level() -> Simd {
-    if std::arch::is_x86_feature_detected!("avx512f") {
-        Simd::Avx512
-    } else if std::arch::is_x86_feature_detected!("avx2")
-        && std::arch::is_x86_feature_detected!("fma")
-    {
-        Simd::Avx2Fma
-    } else {
-        Simd::Plain
-    }
 }
 
 /// [`log_components_impl`] compiled for AVX-512F.

@@ -288,7 +288,7 @@ impl MixtureCoeffs {
     }
 }
 
-crate::multiversion! {
+smi_simd::multiversion! {
     /// Each row of `l` (n×m: the rows' log N(θ; μ_j, σ_j) without c_j) made its
     /// responsibilities softmax(row + c), and log q_mix = max + ln Σ exp(· − max) − ln m into
     /// `logq` (n), in the CPU's widest vector build. The exponentials and their sum run in
