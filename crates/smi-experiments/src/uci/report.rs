@@ -147,7 +147,7 @@ pub fn report(out: &Path) -> Result<()> {
         md.push_str(&variant_table(
             "Ablations of the paper's settings",
             "Runs of `smi reproduce uci` with --particles, --elbo-draws, --init-scale, \
-             --loss-temperature, --attraction numpyro or --ablation",
+             --loss-temperature, --attraction numpyro, --standardize-y or --ablation",
             &ablations,
             &cells,
         ));
@@ -177,12 +177,12 @@ pub fn report(out: &Path) -> Result<()> {
     Ok(())
 }
 
-/// Whether `config` is an ablation of the paper's settings (`smi reproduce uci --ablation`, or
-/// `--attraction numpyro`).
-fn is_ablation(config: &str) -> bool {
+/// Whether `config` is an ablation of the paper's settings (`smi reproduce uci --ablation`,
+/// `--attraction numpyro` or `--standardize-y`).
+pub(super) fn is_ablation(config: &str) -> bool {
     config
         .split('|')
-        .any(|f| f == "ablation" || f.starts_with("attraction="))
+        .any(|f| f == "ablation" || f == "y=std" || f.starts_with("attraction="))
 }
 
 /// What `config` changes against `shown` (the configuration standing for the same method):

@@ -354,3 +354,58 @@ fn an_interrupted_unit_continues_to_the_same_result() {
     state.save(&ckpt.path).unwrap();
     assert_ne!(bits(&unit(Some(&ckpt))), bits(&whole));
 }
+
+#[test]
+fn standardised_targets_are_a_marked_variant_of_every_method() {
+    let plan = Plan::new(&args(&["--standardize-y"])).unwrap();
+    let paper = Plan::new(&args(&[])).unwrap();
+    for m in [Method::Smi, Method::Svgd, Method::Ovi, Method::Map] {
+        let c = plan.config(m, Some(5e-4));
+        assert!(c.ends_with("|y=std|seed=0"), "{c}");
+        assert!(super::report::is_ablation(&c), "{c}");
+        assert!(!super::report::is_ablation(&paper.config(m, Some(5e-4))));
+        assert_eq!(plan.file_tag(m), "-ystd", "{m}");
+    }
+    // y = 1, 2, 3, 4: mean 2.5, ddof-0 sd √1.25; a constant y keeps sd 1
+    let (z, (mean, sd)) = super::standardized(&[1.0, 2.0, 3.0, 4.0]);
+    assert_eq!(mean, 2.5);
+    assert!((sd - 1.25f64.sqrt()).abs() < 1e-15);
+    assert!((z[0] + 1.5 / 1.25f64.sqrt()).abs() < 1e-15);
+    assert!((z.iter().sum::<f64>()).abs() < 1e-12);
+    assert_eq!(
+        super::standardized(&[7.0, 7.0]),
+        (vec![0.0, 0.0], (7.0, 1.0))
+    );
+}
+
+#[test]
+fn a_fit_on_standardised_targets_predicts_in_the_units_of_y() {
+    // MAP on a small split, y as is and y·2⁻¹⁰: scaling by a power of two is exact, so both
+    // fits see the same standardised y bit for bit; the predictions come back in y's units,
+    // so the RMSE scales by 2⁻¹⁰ exactly and the NLL shifts by ln 2⁻¹⁰ (up to rounding).
+    let prep = small_split();
+    let plan = Plan::new(&args(&["--standardize-y", "--quick"])).unwrap();
+    let c = 2f64.powi(-10);
+    let mut scaled = prep.clone();
+    for y in scaled.y_train.iter_mut().chain(scaled.y_test.iter_mut()) {
+        *y *= c;
+    }
+    let fit = |p: &Prepared| {
+        super::fit_and_evaluate(Method::Map, Some(1e-2), p, &plan, 3, "t", None).unwrap()
+    };
+    let (a, b) = (fit(&prep), fit(&scaled));
+    assert_eq!(b.rmse, a.rmse * c, "{} {}", a.rmse, b.rmse);
+    // tolerance: the NLL's sums in y's units round differently, ≈ 1e-15 relative
+    assert!(
+        (b.nll - (a.nll + c.ln())).abs() < 1e-9,
+        "{} {}",
+        a.nll,
+        b.nll
+    );
+    // without --standardize-y the fit sees the scale and ends elsewhere
+    let raw = Plan::new(&args(&["--quick"])).unwrap();
+    let raw_fit = |p: &Prepared| {
+        super::fit_and_evaluate(Method::Map, Some(1e-2), p, &raw, 3, "t", None).unwrap()
+    };
+    assert_ne!(raw_fit(&scaled).rmse, raw_fit(&prep).rmse * c);
+}
