@@ -12,6 +12,7 @@
 mod lr;
 mod paper_table;
 mod parse;
+mod peers;
 mod report;
 
 pub use lr::paper_lr;

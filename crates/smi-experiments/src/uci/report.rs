@@ -115,6 +115,7 @@ pub fn report(out: &Path) -> Result<()> {
         ),
     ];
     md.push_str(&super::paper_table::beside_the_paper(&cells));
+    md.push_str(&super::peers::beside_deep_ensembles(&cells)?);
     for (title, what, ir, in_) in variants {
         md.push_str(&format!("## {title}\n\n{what}\n\n"));
         for kind in &kinds {

@@ -155,6 +155,17 @@ fn the_report_puts_ours_beside_the_paper() {
         "{section}"
     );
     assert!(!section.contains("### Gap10"), "{section}");
+    // beside Deep Ensembles (data/deep_ensembles_uci.csv), on the proper metrics
+    let peers =
+        &md[md.find("## Beside Deep Ensembles").unwrap()..md.find("## Paper metrics").unwrap()];
+    assert!(
+        peers.contains("| boston | 2.50 ± 0.50 | 2.50 ± 0.50 (SMI) | 2.41 ± 0.25 | 3.25 ± 0.25 | 3.25 ± 0.25 (SMI) | 3.28 ± 1.00 |"),
+        "{peers}"
+    );
+    assert!(
+        peers.contains("| kin8nm | – | -0.500 ± 0.000 (MAP) | -1.20 ± 0.02 | – | 0.0800 ± 0.0000 (MAP) | 0.09 ± 0.00 |"),
+        "{peers}"
+    );
 }
 
 #[test]
