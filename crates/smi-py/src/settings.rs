@@ -324,6 +324,11 @@ impl FitOptions {
                 ))
             }
         };
+        // The defaults' spike guard stays with Adam at another rate.
+        let optimizer = match preset.spike_guard() {
+            Some(c) => optimizer.with_spike_guard(c),
+            None => optimizer,
+        };
         Ok(optimizer.with_schedule(schedule))
     }
 }

@@ -84,3 +84,18 @@ fn adams_spike_guard_makes_smi_on_a_funnel_independent_of_the_order_of_the_param
         );
     }
 }
+
+#[test]
+fn smis_full_rank_defaults_carry_adams_spike_guard() {
+    let guard = |method: Method, d: usize| match method.defaults_for(1000, d) {
+        smi::MethodSettings::Stein(s) => s.optimizer.spike_guard(),
+        smi::MethodSettings::Svi(s) => s.optimizer.spike_guard(),
+        smi::MethodSettings::Nuts(_) => None,
+    };
+    assert_eq!(guard(Method::Smi, 3), Some(Method::SPIKE_GUARD));
+    assert_eq!(guard(Method::Smi, Method::FULL_RANK_MAX_DIM), Some(10.0));
+    // the mean-field preset above the cap, and the other methods, keep plain Adam
+    assert_eq!(guard(Method::Smi, Method::FULL_RANK_MAX_DIM + 1), None);
+    assert_eq!(guard(Method::Ovi, 3), None);
+    assert_eq!(guard(Method::Svgd, 3), None);
+}
