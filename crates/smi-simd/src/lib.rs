@@ -18,7 +18,7 @@
 //! benchmark step (`cargo bench` or `smi bench`, before and after in one run, the CPU named):
 //! a loop that does not move a benchmark stays a plain loop.
 
-use std::sync::OnceLock;
+use std::sync::atomic::{AtomicU8, Ordering};
 
 /// The vector instructions a build may use, from narrowest to widest.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash)]
@@ -31,11 +31,24 @@ pub enum Level {
     Avx512,
 }
 
-/// The widest [`Level`] this CPU runs, detected on the first call and cached.
+/// The widest [`Level`] this CPU runs, detected on the first call and cached (one relaxed
+/// atomic load after that: cheap enough for the dispatch of a short loop).
+#[inline]
 pub fn level() -> Level {
-    static LEVEL: OnceLock<Level> = OnceLock::new();
-    *LEVEL.get_or_init(detect)
+    match LEVEL.load(Ordering::Relaxed) {
+        1 => Level::Baseline,
+        2 => Level::Avx2Fma,
+        3 => Level::Avx512,
+        _ => {
+            let l = detect();
+            LEVEL.store(l as u8 + 1, Ordering::Relaxed);
+            l
+        }
+    }
 }
+
+/// The cached [`level`]: 0 before the first detection, else the level's discriminant + 1.
+static LEVEL: AtomicU8 = AtomicU8::new(0);
 
 #[cfg(target_arch = "x86_64")]
 fn detect() -> Level {
@@ -59,8 +72,8 @@ fn detect() -> Level {
     Level::Baseline
 }
 
-/// Defines a function whose body is compiled for each [`Level`] (AVX-512 F/DQ/VL with AVX2 and
-/// FMA; AVX2 and FMA; the baseline), dispatching at each call on [`level`] (a cached read) to
+/// Defines a function whose body is compiled for each [`Level`] (AVX-512F with AVX2 and FMA;
+/// AVX2 and FMA; the baseline), dispatching at each call on [`level`] (a cached read) to
 /// the widest build the CPU runs. Plain `fn` items only: arguments are `name: Type`, type
 /// parameters `T: Bound` (one bound each), no `self`, no lifetimes in the signature beyond
 /// elided ones. Attributes go on the defined function (e.g. `#[allow(clippy::too_many_arguments)]`).
@@ -92,7 +105,7 @@ macro_rules! multiversion {
             fn body $(<$($g: $bound),+>)? ($($arg: $ty),*) $(-> $ret)? $body
             #[cfg(target_arch = "x86_64")]
             {
-                #[target_feature(enable = "avx512f,avx512dq,avx512vl,avx2,fma")]
+                #[target_feature(enable = "avx512f,avx2,fma")]
                 #[allow(clippy::too_many_arguments)]
                 fn wide $(<$($g: $bound),+>)? ($($arg: $ty),*) $(-> $ret)? {
                     body $(::<$($g),+>)? ($($arg),*)
@@ -103,7 +116,7 @@ macro_rules! multiversion {
                     body $(::<$($g),+>)? ($($arg),*)
                 }
                 match $crate::level() {
-                    // SAFETY: the CPU has AVX-512 F/DQ/VL, AVX2 and FMA (`level`'s detection).
+                    // SAFETY: the CPU has AVX-512F, AVX2 and FMA (`level`'s detection).
                     $crate::Level::Avx512 => return unsafe { wide $(::<$($g),+>)? ($($arg),*) },
                     // SAFETY: the CPU has AVX2 and FMA (`level`'s detection).
                     $crate::Level::Avx2Fma => return unsafe { half $(::<$($g),+>)? ($($arg),*) },
