@@ -9,6 +9,7 @@
 //! The target is a closure wrapped in [`smi::FnDensity`]; every method is fitted through
 //! [`smi::fit`] from the same uniform initialisation, once in detail and then over ten seeds to
 //! count how often it finds both modes. The example fails if SMI misses a mode.
+#![forbid(unsafe_code)]
 
 use anyhow::{ensure, Context, Result};
 use smi::rand::{ChaCha8Rng, SeedableRng};

@@ -8,6 +8,7 @@
 //! ```text
 //! cargo run --release --example fit_csv
 //! ```
+#![forbid(unsafe_code)]
 
 use std::path::{Path, PathBuf};
 

@@ -15,5 +15,6 @@
 //!
 //! The data sets the examples read live in `examples/data/`, the posteriordb data in
 //! `../shared/data/posteriordb/` (or `$SMI_DATA_DIR/posteriordb/`).
+#![forbid(unsafe_code)]
 
 pub mod posteriordb;

@@ -13,6 +13,7 @@
 //! Posteriors: `eight_schools`, `kidiq`, `sblrc`, `arK` (or `all`); methods: `nuts`, `ovi`,
 //! `smi`, `svgd` (m = 20), `map`, `asvgd`. The data are read from `$SMI_DATA_DIR/posteriordb`
 //! (default `../shared/data/posteriordb`).
+#![forbid(unsafe_code)]
 
 use std::time::Instant;
 

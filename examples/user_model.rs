@@ -17,6 +17,7 @@
 //! The engines work on unconstrained parameters, so τ > 0 is sampled as u = log τ and the model
 //! adds the log-Jacobian log|dτ/du| = u when the engine asks for it. θ = [μ, u, η_1..η_8]
 //! (d = 10), named by the model's [`smi::Layout`].
+#![forbid(unsafe_code)]
 
 use std::f64::consts::PI;
 

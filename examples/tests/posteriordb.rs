@@ -1,6 +1,7 @@
 //! The four posteriordb posteriors of `smi_examples::posteriordb`: their gradients against
 //! finite differences, and each method's fit with the library's defaults against the
 //! reference draws (the acceptance tests of issue 14).
+#![forbid(unsafe_code)]
 
 use smi::rand::{ChaCha8Rng, Rng, SeedableRng};
 use smi::testing::check_gradient;

@@ -4,6 +4,7 @@
 //! evaluates a batched log density; it returns a [`Posterior`]. The GIL is released while the
 //! engine works and taken again for each call of the user's function (one call per step for
 //! all K = m·S draws of the step).
+#![forbid(unsafe_code)]
 #![deny(missing_docs)]
 
 mod bnn;

@@ -55,16 +55,9 @@ fn row(kind: SplitKind, ds: UciDataset, m: Method, c: &Cell) -> Vec<String> {
     ];
     // the cell's value indices of the paper's NLL and RMSE (see `Cell`)
     for (metric, idx) in [(UciMetric::Nll, 3), (UciMetric::Rmse, 2)] {
-        let v: Vec<f64> = c
-            .splits
-            .values()
-            .map(|s| s[idx])
-            .filter(|x| x.is_finite())
-            .collect();
-        row.push(match MeanStd::of(&v) {
-            Ok(st) => tables::mean_std(st.mean, st.std, digits(st.mean.abs())),
-            Err(_) => "–".to_string(),
-        });
+        row.push(c.stats(idx).map_or("–".to_string(), |st| {
+            tables::mean_std(st.mean, st.std, digits(st.mean.abs()))
+        }));
         row.push(paper::uci(kind, metric, ds, m).map_or("–".to_string(), |p| p.text()));
     }
     row.push(CpuTotal::of(c.splits.values().map(|s| Some(s[5]))).hours_cell());

@@ -68,15 +68,7 @@ pub(super) fn beside_deep_ensembles(
             cells
                 .iter()
                 .filter(|((k, d, _), _)| k == standard && *d == ds)
-                .filter_map(|((_, _, m), c)| {
-                    let v: Vec<f64> = c
-                        .splits
-                        .values()
-                        .map(|s| s[idx])
-                        .filter(|x| x.is_finite())
-                        .collect();
-                    MeanStd::of(&v).ok().map(|st| (*m, st.mean, st.std))
-                })
+                .filter_map(|((_, _, m), c)| c.stats(idx).map(|st| (*m, st.mean, st.std)))
                 .collect()
         };
         let text = |mean: f64, std: f64| tables::mean_std(mean, std, digits(mean.abs()));

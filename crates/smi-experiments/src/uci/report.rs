@@ -13,6 +13,20 @@ pub(super) struct Cell {
     pub(super) splits: BTreeMap<u64, [f64; 7]>,
 }
 
+impl Cell {
+    /// Mean ± std (ddof 0) over the splits of value `idx` (see `splits`), its non-finite
+    /// values left out; `None` when none is finite.
+    pub(super) fn stats(&self, idx: usize) -> Option<MeanStd> {
+        let v: Vec<f64> = self
+            .splits
+            .values()
+            .map(|s| s[idx])
+            .filter(|x| x.is_finite())
+            .collect();
+        MeanStd::of(&v).ok()
+    }
+}
+
 /// Rebuilds `uci.md` from `uci.jsonl` (nothing when there are no records); records of failed
 /// units are left out.
 pub fn report(out: &Path) -> Result<()> {
