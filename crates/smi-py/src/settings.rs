@@ -299,21 +299,23 @@ impl FitOptions {
             }
         };
         let lr = self.lr.unwrap_or_else(|| preset.lr());
-        let (kind, schedule) = match preset {
+        let (preset_kind, schedule) = match preset {
             OptimizerSettings::Adam { schedule, .. } => ("adam", schedule),
             OptimizerSettings::Adagrad { schedule, .. } => ("adagrad", schedule),
             OptimizerSettings::Sgd { schedule, .. } => ("sgd", schedule),
         };
-        let kind = self
-            .optimizer
-            .as_deref()
-            .map_or_else(|| kind.to_string(), |k| k.trim().to_ascii_lowercase());
+        let kind = self.optimizer.as_deref().map_or_else(
+            || preset_kind.to_string(),
+            |k| k.trim().to_ascii_lowercase(),
+        );
         let schedule = if self.constant_lr {
             LrSchedule::default()
         } else {
             schedule
         };
         let optimizer = match kind.as_str() {
+            // The preset's optimizer at another rate keeps its settings (the defaults' spike guard).
+            k if k == preset_kind => preset.with_lr(lr),
             "adam" => OptimizerSettings::adam(lr),
             "adagrad" => OptimizerSettings::adagrad(lr),
             "sgd" => OptimizerSettings::sgd(lr),
@@ -323,11 +325,6 @@ impl FitOptions {
                     format!("unknown optimizer {other:?}; valid: adam, adagrad, sgd"),
                 ))
             }
-        };
-        // The defaults' spike guard stays with Adam at another rate.
-        let optimizer = match preset.spike_guard() {
-            Some(c) => optimizer.with_spike_guard(c),
-            None => optimizer,
         };
         Ok(optimizer.with_schedule(schedule))
     }

@@ -10,8 +10,11 @@
 //!   multiply and an add by itself and the vectoriser does not reorder a floating-point sum, so
 //!   the builds give the same bits, which is what lets loops on the results' path use it.
 //! - A hand-written kernel (explicit fused multiply-adds, reordered sums, intrinsics) matches on
-//!   [`level`] and calls its own `#[target_feature]` builds; each such kernel keeps its own
-//!   bit-identity test against its plain build.
+//!   [`level`] and calls its own `#[target_feature]` builds. Where the builds compute the same
+//!   operations (`smi`'s mixture blocks and normals) a test asserts they give the plain build's
+//!   bits; where the wide build fuses what the plain one rounds twice (`smi-models`' `exp` and
+//!   f32 `tanh`) the results differ by CPU, and a test bounds the error against the exact
+//!   function instead.
 //!
 //! # Admitting a new special case
 //! A new kernel or `multiversion!` function is admitted only with a measured share of a named
@@ -22,13 +25,14 @@ use std::sync::atomic::{AtomicU8, Ordering};
 
 /// The vector instructions a build may use, from narrowest to widest.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash)]
+#[repr(u8)]
 pub enum Level {
     /// Baseline x86-64 (SSE2), or any other architecture.
-    Baseline,
+    Baseline = 1,
     /// AVX2 and FMA (and with them AVX): x86-64-v3.
-    Avx2Fma,
+    Avx2Fma = 2,
     /// AVX-512 F, DQ and VL besides AVX2 and FMA: x86-64-v4 without BW/CD.
-    Avx512,
+    Avx512 = 3,
 }
 
 /// The widest [`Level`] this CPU runs, detected on the first call and cached (one relaxed
@@ -41,13 +45,13 @@ pub fn level() -> Level {
         3 => Level::Avx512,
         _ => {
             let l = detect();
-            LEVEL.store(l as u8 + 1, Ordering::Relaxed);
+            LEVEL.store(l as u8, Ordering::Relaxed);
             l
         }
     }
 }
 
-/// The cached [`level`]: 0 before the first detection, else the level's discriminant + 1.
+/// The cached [`level`]: 0 before the first detection, else the level's discriminant.
 static LEVEL: AtomicU8 = AtomicU8::new(0);
 
 #[cfg(target_arch = "x86_64")]

@@ -31,7 +31,7 @@ use serde_json::{json, Map, Value};
 use smi::metrics::regression_metrics;
 use smi::metrics::{not_worse_than_best, Better, MeanStd, PAPER_ALPHA};
 use smi::{AttractionNorm, Matrix, NoObserver, NumpyroDefect, NutsSettings, Observer, Posterior};
-use smi_data::{ColumnConvention, Prepared, Split, SplitKind, UciData, UciDataset};
+use smi_data::{ColumnConvention, Prepared, Split, SplitKind, Standardizer, UciData, UciDataset};
 use smi_models::BnnRegression;
 
 use crate::cpu_time::CpuClock;
@@ -986,16 +986,6 @@ struct Fit {
     earlier_cpu_seconds: Option<f64>,
 }
 
-/// `y` standardised with its mean and ddof-0 standard deviation (1 where that is 0), and the
-/// two: (y − mean)/sd, (mean, sd).
-fn standardized(y: &[f64]) -> (Vec<f64>, (f64, f64)) {
-    let n = y.len().max(1) as f64;
-    let mean = y.iter().sum::<f64>() / n;
-    let sd = (y.iter().map(|v| (v - mean).powi(2)).sum::<f64>() / n).sqrt();
-    let sd = if sd > 0.0 && sd.is_finite() { sd } else { 1.0 };
-    (y.iter().map(|v| (v - mean) / sd).collect(), (mean, sd))
-}
-
 fn matrix(f: &smi_data::Features) -> Result<Matrix> {
     Matrix::from_vec(f.rows, f.cols, f.values.clone()).context("bad feature matrix")
 }
@@ -1012,10 +1002,14 @@ fn fit_and_evaluate(
     label: &str,
     ckpt: Option<&FitCheckpoint>,
 ) -> Result<Fit> {
-    let (y_train, y_scale) = if plan.standardize_y {
-        standardized(&prep.y_train)
+    // With --standardize-y: y's training mean and ddof-0 std, the fit's y standardised by them.
+    let mut y_train = prep.y_train.clone();
+    let y_scale = if plan.standardize_y {
+        let s = Standardizer::fit(&y_train, y_train.len(), 1).context("cannot standardise y")?;
+        s.apply(&mut y_train);
+        Some((s.mean[0], s.std[0]))
     } else {
-        (prep.y_train.clone(), (0.0, 1.0))
+        None
     };
     let model = BnnRegression::uci(matrix(&prep.x_train)?, y_train)
         .context("cannot build the UCI model")?;
@@ -1072,8 +1066,7 @@ fn fit_and_evaluate(
     let mut pred = model
         .predict(draws.as_slice(), &x_test)
         .context("prediction failed")?;
-    let (mean, sd) = y_scale;
-    if plan.standardize_y {
+    if let Some((mean, sd)) = y_scale {
         pred.y_loc
             .as_mut_slice()
             .iter_mut()

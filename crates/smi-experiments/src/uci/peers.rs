@@ -74,7 +74,8 @@ pub(super) fn beside_deep_ensembles(
         let text = |mean: f64, std: f64| tables::mean_std(mean, std, digits(mean.abs()));
         let peer = deep_ensembles(ds)?;
         let mut row = vec![ds.to_string()];
-        for (idx, pick) in [(1usize, 0usize), (0, 1)] {
+        // the proper NLL (the cell's value 1) and RMSE (value 0), each beside the peer's
+        for (idx, theirs) in [(1usize, peer.map(|p| p.nll)), (0, peer.map(|p| p.rmse))] {
             let s = stats(idx);
             row.push(
                 s.iter()
@@ -88,8 +89,7 @@ pub(super) fn beside_deep_ensembles(
                         format!("{} ({})", text(mean, std), m.label())
                     }),
             );
-            row.push(peer.map_or("–".to_string(), |p| {
-                let (mean, pm) = if pick == 0 { p.nll } else { p.rmse };
+            row.push(theirs.map_or("–".to_string(), |(mean, pm)| {
                 format!("{mean:.2} ± {pm:.2}")
             }));
         }

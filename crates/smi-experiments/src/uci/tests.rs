@@ -377,16 +377,6 @@ fn standardised_targets_are_a_marked_variant_of_every_method() {
         assert!(!super::report::is_ablation(&paper.config(m, Some(5e-4))));
         assert_eq!(plan.file_tag(m), "-ystd", "{m}");
     }
-    // y = 1, 2, 3, 4: mean 2.5, ddof-0 sd √1.25; a constant y keeps sd 1
-    let (z, (mean, sd)) = super::standardized(&[1.0, 2.0, 3.0, 4.0]);
-    assert_eq!(mean, 2.5);
-    assert!((sd - 1.25f64.sqrt()).abs() < 1e-15);
-    assert!((z[0] + 1.5 / 1.25f64.sqrt()).abs() < 1e-15);
-    assert!((z.iter().sum::<f64>()).abs() < 1e-12);
-    assert_eq!(
-        super::standardized(&[7.0, 7.0]),
-        (vec![0.0, 0.0], (7.0, 1.0))
-    );
 }
 
 #[test]
@@ -406,9 +396,10 @@ fn a_fit_on_standardised_targets_predicts_in_the_units_of_y() {
     };
     let (a, b) = (fit(&prep), fit(&scaled));
     assert_eq!(b.rmse, a.rmse * c, "{} {}", a.rmse, b.rmse);
-    // tolerance: the NLL's sums in y's units round differently, ≈ 1e-15 relative
+    // the NLL's sums in y's units round differently: measured 8.9e-16 apart; 1e-12 leaves
+    // room for another order of summation and catches any real difference
     assert!(
-        (b.nll - (a.nll + c.ln())).abs() < 1e-9,
+        (b.nll - (a.nll + c.ln())).abs() < 1e-12,
         "{} {}",
         a.nll,
         b.nll

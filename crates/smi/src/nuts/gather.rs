@@ -162,19 +162,19 @@ impl<'m> Gather<'m> {
     /// the round (the first in chain order gets the model's error itself).
     fn run_round(&self, rounds: &mut Rounds) {
         let d = self.model.dim();
-        let chains: Vec<usize> = (0..rounds.asked.len())
-            .filter(|&c| rounds.asked[c].is_some())
-            .collect();
+        // The asked positions in chain order, then copies of the first up to `width` rows.
+        let mut chains = Vec::with_capacity(rounds.asked.len());
+        let mut theta = Vec::with_capacity(self.width.max(rounds.asked.len()) * d);
+        for (c, asked) in rounds.asked.iter_mut().enumerate() {
+            if let Some(row) = asked.take() {
+                theta.extend_from_slice(&row);
+                chains.push(c);
+            }
+        }
         if chains.is_empty() {
             return;
         }
-        // The asked positions in chain order, then copies of the first up to `width` rows.
         let k = self.width.max(chains.len());
-        let mut theta = Vec::with_capacity(k * d);
-        for &c in &chains {
-            theta.extend_from_slice(rounds.asked[c].as_deref().unwrap_or_default());
-            rounds.asked[c] = None;
-        }
         for _ in chains.len()..k {
             theta.extend_from_within(..d);
         }

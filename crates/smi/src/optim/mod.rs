@@ -174,6 +174,17 @@ impl OptimizerSettings {
         self
     }
 
+    /// The same optimizer (its moments' settings, schedule and spike guard kept) at base
+    /// learning rate `lr`.
+    pub fn with_lr(mut self, lr: f64) -> Self {
+        match &mut self {
+            OptimizerSettings::Adam { lr: l, .. }
+            | OptimizerSettings::Adagrad { lr: l, .. }
+            | OptimizerSettings::Sgd { lr: l, .. } => *l = lr,
+        }
+        self
+    }
+
     /// The base learning rate (the rate of every step under a constant schedule).
     pub fn lr(&self) -> f64 {
         match *self {
@@ -548,5 +559,18 @@ mod tests {
         assert!(st.check_values().is_ok(), "a first moment may be negative");
         assert!(st.matches(&OptimizerSettings::adam(0.5)));
         assert!(!st.matches(&OptimizerSettings::adagrad(0.5)));
+    }
+
+    #[test]
+    fn another_rate_keeps_the_rest_of_the_optimizer() {
+        let guarded = OptimizerSettings::adam(0.1).with_spike_guard(10.0);
+        let moved = guarded.with_lr(0.01);
+        assert_eq!(moved.lr(), 0.01);
+        assert_eq!(moved.spike_guard(), Some(10.0));
+        assert_eq!(moved.with_lr(0.1), guarded);
+        assert_eq!(
+            OptimizerSettings::adagrad(0.5).with_lr(0.7),
+            OptimizerSettings::adagrad(0.7)
+        );
     }
 }
