@@ -234,7 +234,9 @@ def main(argv: list[str] | None = None, fit: FitFn = smi_fit) -> int:
     parser.add_argument(
         "--repulsion-temperature", type=float, help="alpha of SMI and SVGD (default: preset's)"
     )
-    parser.add_argument("--start", help="start of SMI and OVI: draw or laplace (default: library's)")
+    parser.add_argument(
+        "--start", help="start of SMI and OVI: draw or laplace (default: library's)"
+    )
     args = parser.parse_args(argv)
     import numpyro
 

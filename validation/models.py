@@ -266,6 +266,18 @@ def logmesquite_logva(
     _flat_regression(jnp.log(weight), xs, "log_weight")
 
 
+def _log_canopy(
+    diam1: jnp.ndarray, diam2: jnp.ndarray, canopy_height: jnp.ndarray
+) -> list[jnp.ndarray]:
+    """The derived predictors of ``logmesquite_logvas``/``_logvash``: log canopy volume,
+    area and shape (``diam1 / diam2``)."""
+    return [
+        jnp.log(diam1 * diam2 * canopy_height),
+        jnp.log(diam1 * diam2),
+        jnp.log(diam1 / diam2),
+    ]
+
+
 def logmesquite_logvas(
     N: int,
     weight: jnp.ndarray,
@@ -278,9 +290,7 @@ def logmesquite_logvas(
 ) -> None:
     """``logmesquite_logvas.stan``: volume, area, shape, height, density, group."""
     xs = [
-        jnp.log(diam1 * diam2 * canopy_height),
-        jnp.log(diam1 * diam2),
-        jnp.log(diam1 / diam2),
+        *_log_canopy(diam1, diam2, canopy_height),
         jnp.log(total_height),
         jnp.log(density),
         group,
@@ -298,13 +308,7 @@ def logmesquite_logvash(
     group: jnp.ndarray,
 ) -> None:
     """``logmesquite_logvash.stan``: volume, area, shape, height, group."""
-    xs = [
-        jnp.log(diam1 * diam2 * canopy_height),
-        jnp.log(diam1 * diam2),
-        jnp.log(diam1 / diam2),
-        jnp.log(total_height),
-        group,
-    ]
+    xs = [*_log_canopy(diam1, diam2, canopy_height), jnp.log(total_height), group]
     _flat_regression(jnp.log(weight), xs, "log_weight")
 
 

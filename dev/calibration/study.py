@@ -190,39 +190,29 @@ def baselines(s: Split) -> list[Result]:
         def to_units(m: Array, sd: Array) -> tuple[Array, Array]:
             return sy.inverse_transform(m[:, None]).ravel(), sd * scale
 
-        t0 = time.time()
-        br = BayesianRidge().fit(xtr, ytr)
-        m, sd = br.predict(xte, return_std=True)
-        mu, su = to_units(np.asarray(m), np.asarray(sd))
-        out.append(
-            Result(
-                s.name,
-                "BayesianRidge",
-                n,
-                len(s.y_test),
-                d,
-                seconds=time.time() - t0,
-                **gaussian_metrics(mu, su, s.y_test),
-            )
-        )
         kernel = ConstantKernel(1.0) * RBF(length_scale=np.ones(d), length_scale_bounds=(1e-2, 1e3))
         kernel = kernel + WhiteKernel(0.1, noise_level_bounds=(1e-6, 1e1))
-        t0 = time.time()
-        gp = GaussianProcessRegressor(kernel, n_restarts_optimizer=0, random_state=SEED)
-        gp.fit(xtr, ytr)
-        m, sd = gp.predict(xte, return_std=True)
-        mu, su = to_units(np.asarray(m), np.asarray(sd))
-        out.append(
-            Result(
-                s.name,
+        for label, make in (
+            ("BayesianRidge", BayesianRidge),
+            (
                 "GP (ARD RBF + white)",
-                n,
-                len(s.y_test),
-                d,
-                seconds=time.time() - t0,
-                **gaussian_metrics(mu, su, s.y_test),
+                lambda: GaussianProcessRegressor(kernel, n_restarts_optimizer=0, random_state=SEED),
+            ),
+        ):
+            t0 = time.time()
+            m, sd = make().fit(xtr, ytr).predict(xte, return_std=True)
+            mu, su = to_units(np.asarray(m), np.asarray(sd))
+            out.append(
+                Result(
+                    s.name,
+                    label,
+                    n,
+                    len(s.y_test),
+                    d,
+                    seconds=time.time() - t0,
+                    **gaussian_metrics(mu, su, s.y_test),
+                )
             )
-        )
         return out
     ytr_i = s.y_train.astype(int)
     yte_i = s.y_test.astype(int)

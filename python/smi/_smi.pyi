@@ -80,30 +80,10 @@ def fit(
     logdensity: Callable[[npt.NDArray[np.float64]], tuple[Any, Any]],
     dim: int,
     method: str = "smi",
-    *,
-    num_stein_particles: int | None = None,
-    num_elbo_particles: int | None = None,
-    num_steps: int | None = None,
-    converge: bool = True,
-    optimizer: str | None = None,
-    constant_lr: bool = False,
-    lr: float | None = None,
-    init_radius: float | None = None,
-    seed: int = 0,
-    num_warmup: int | None = None,
-    num_samples: int | None = None,
-    num_chains: int | None = None,
-    quality_draws: int | None = None,
-    repulsion_temperature: float | None = None,
-    guide: str | None = None,
-    start: str | None = None,
-    kernel: str | None = None,
-    loss_temperature: float | None = None,
-    init_scale: float | None = None,
-    num_cycles: int | None = None,
-    transition_speed: float | None = None,
-    progress_bar: bool = True,
-) -> Posterior: ...
+    **options: Any,
+) -> Posterior:
+    """The engine behind ``smi.fit``: the same parameters, names and defaults (a test
+    compares the two signatures), with ``kernel`` as JSON text only."""
 
 class BnnModel:
     """A fitted network of ``smi fit``: the contents of a ``.smi`` model file."""

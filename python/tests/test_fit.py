@@ -3,8 +3,10 @@
 from __future__ import annotations
 
 import _thread
+import inspect
 import signal
 import threading
+from typing import Any
 
 import numpy as np
 import pytest
@@ -75,6 +77,17 @@ def test_same_seed_same_result() -> None:
     a = smi.fit(gaussian, 2, "svgd", num_steps=100, seed=5)
     b = smi.fit(gaussian, 2, "svgd", num_steps=100, seed=5)
     np.testing.assert_array_equal(a.mean, b.mean)
+
+
+def test_fit_forwards_every_parameter_of_the_engine() -> None:
+    # The stub of the extension's fit spells only its first three parameters; smi.fit must
+    # take the engine's parameters by the same names, kinds and defaults.
+    from smi import _smi
+
+    def params(fn: Any) -> list[tuple[str, Any, Any]]:
+        return [(p.name, p.kind, p.default) for p in inspect.signature(fn).parameters.values()]
+
+    assert params(smi.fit) == params(_smi.fit)
 
 
 def test_bad_settings_raise_value_error() -> None:

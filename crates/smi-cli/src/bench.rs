@@ -115,11 +115,11 @@ pub struct Record {
     pub gflops_total: f64,
     /// Steps the engine skipped for a non-finite value (they still did the model work).
     pub skipped_steps: u64,
-    /// NumPyro ms per step on this configuration (from the issue), if known.
+    /// NumPyro ms per step on this configuration (`bench/references.json`), if known.
     pub numpyro_ms: Option<f64>,
     /// NumPyro ms / ours.
     pub speedup: Option<f64>,
-    /// The issue's target for this line.
+    /// The target of this line in `bench/references.json`.
     pub target: Option<String>,
     /// Whether the target is met.
     pub target_met: Option<bool>,

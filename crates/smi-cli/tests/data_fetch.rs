@@ -154,24 +154,29 @@ fn fetched_files_are_verified_and_not_fetched_twice() {
     assert_eq!(hits.load(Ordering::SeqCst), 2);
 }
 
-#[test]
-fn a_checksum_mismatch_fails_and_leaves_nothing() {
-    let wrong = "0".repeat(64);
-    let (site, manifest) = toy_site(Some(&wrong));
+/// `smi data fetch toy` from a server of `site` into `out`, which must fail: its stderr.
+fn failed_toy_fetch(site: &tempfile::TempDir, manifest: &Path, out: &Path) -> String {
     let (url, _) = serve(site.path().to_path_buf());
-    let out = tempfile::tempdir().unwrap();
     let o = smi_data(&[
         "fetch",
         "toy",
         "--manifest",
-        p(&manifest),
+        p(manifest),
         "--mirror",
         &url,
         "--data-dir",
-        p(out.path()),
+        p(out),
     ]);
     assert!(!o.status.success());
-    let err = stderr(&o);
+    stderr(&o)
+}
+
+#[test]
+fn a_checksum_mismatch_fails_and_leaves_nothing() {
+    let wrong = "0".repeat(64);
+    let (site, manifest) = toy_site(Some(&wrong));
+    let out = tempfile::tempdir().unwrap();
+    let err = failed_toy_fetch(&site, &manifest, out.path());
     assert!(
         err.contains("SHA-256 mismatch") && err.contains(&wrong),
         "{err}"
@@ -185,20 +190,8 @@ fn a_checksum_mismatch_fails_and_leaves_nothing() {
 fn a_missing_file_on_the_server_fails_with_its_status() {
     let (site, manifest) = toy_site(None);
     std::fs::remove_file(site.path().join("toy/a.txt")).unwrap();
-    let (url, _) = serve(site.path().to_path_buf());
     let out = tempfile::tempdir().unwrap();
-    let o = smi_data(&[
-        "fetch",
-        "toy",
-        "--manifest",
-        p(&manifest),
-        "--mirror",
-        &url,
-        "--data-dir",
-        p(out.path()),
-    ]);
-    assert!(!o.status.success());
-    let err = stderr(&o);
+    let err = failed_toy_fetch(&site, &manifest, out.path());
     assert!(err.contains("404") && err.contains("toy/a.txt"), "{err}");
     assert_eq!(tree(out.path()), ["toy/sub/b.bin"]);
 }

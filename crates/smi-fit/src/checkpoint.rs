@@ -8,10 +8,10 @@
 use std::path::{Path, PathBuf};
 
 use crate::files::write_atomic;
-use crate::protocol::Protocol;
+use crate::train::Recipe;
 use anyhow::{bail, Context, Result};
 use serde::{Deserialize, Serialize};
-use smi::{LogDensity, Method, State};
+use smi::{LogDensity, State};
 
 use crate::options::LrScheduleKind;
 
@@ -90,21 +90,13 @@ impl Paths {
         Ok(meta)
     }
 
-    /// The engine state of `method` under `s` on `model`, checked against the engine
-    /// (fingerprint: settings and data shape; particle and optimizer shapes).
+    /// The engine state of `recipe` on `model`, checked against the engine (fingerprint:
+    /// settings and data shape; particle and optimizer shapes).
     ///
     /// # Errors
     /// A missing, corrupt or foreign state file.
-    pub fn read_state(
-        &self,
-        method: Method,
-        lr: Option<f64>,
-        model: &dyn LogDensity,
-        s: &Protocol,
-        seed: u64,
-        schedule: LrScheduleKind,
-    ) -> Result<State> {
-        let engine = crate::train::method_settings(method, lr, s, seed, schedule)?.build(model)?;
+    pub fn read_state(&self, recipe: &Recipe, model: &dyn LogDensity) -> Result<State> {
+        let engine = crate::train::method_settings(recipe)?.build(model)?;
         engine.load_state(&self.state).with_context(|| {
             format!(
                 "--resume: cannot continue from {} (resume with the options of the \

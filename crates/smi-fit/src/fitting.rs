@@ -252,14 +252,7 @@ pub fn fit(source: &Source<'_>, o: &FitOptions, control: &RunControl<'_>) -> Res
         model_options: Some(plan.model_options.clone()),
     };
     let resume = match (&resumed, &ckpt) {
-        (Some(_), Some(c)) => Some(c.read_state(
-            o.method,
-            lr,
-            model.density(),
-            &settings,
-            o.seed,
-            o.lr_schedule,
-        )?),
+        (Some(_), Some(c)) => Some(c.read_state(&job.recipe(lr, &settings), model.density())?),
         _ => None,
     };
     if let Some(c) = &ckpt {

@@ -6,7 +6,7 @@ use std::time::{Duration, Instant};
 use super::*;
 use crate::options::{FitOptions, RunControl};
 use crate::progress::FitProgress;
-use crate::train::{train, Limits, Stop, Trained};
+use crate::train::{train, Limits, Recipe, Stop, Trained};
 
 /// Everything a training run needs besides its model and limits.
 pub(crate) struct Job<'a> {
@@ -15,6 +15,17 @@ pub(crate) struct Job<'a> {
 }
 
 impl Job<'_> {
+    /// The recipe of this job's method at `lr` under `s`.
+    pub(crate) fn recipe<'s>(&self, lr: Option<f64>, s: &'s Protocol) -> Recipe<'s> {
+        Recipe {
+            method: self.o.method,
+            lr,
+            protocol: s,
+            seed: self.o.seed,
+            schedule: self.o.lr_schedule,
+        }
+    }
+
     /// [`train`] with progress labelled `label` (when the control shows progress).
     pub(crate) fn train(
         &self,
@@ -25,16 +36,7 @@ impl Job<'_> {
         limits: Limits<'_>,
     ) -> Result<Trained> {
         let mut progress = FitProgress::new(label, self.control.progress_every);
-        train(
-            self.o.method,
-            lr,
-            model.density(),
-            s,
-            self.o.seed,
-            self.o.lr_schedule,
-            limits,
-            &mut progress,
-        )
+        train(&self.recipe(lr, s), model.density(), limits, &mut progress)
     }
 }
 

@@ -299,7 +299,7 @@ fn tiny_fit(steps: u64) -> (BnnRegression, Protocol) {
 /// steps of one uninterrupted run (equality: the same arithmetic in the same order).
 #[test]
 fn stops_and_resumes_leave_the_fit_unchanged() {
-    use train::{train, Limits};
+    use train::{train, Limits, Recipe};
     let (model, s) = tiny_fit(12);
     let lr = Some(5e-3);
     let whole = protocol::fit(Method::Smi, lr, &model, &s, 1, &mut smi::NoObserver)
@@ -313,19 +313,14 @@ fn stops_and_resumes_leave_the_fit_unchanged() {
         checkpoint: None,
         resume,
     };
-    let run = |l| {
-        train(
-            Method::Smi,
-            lr,
-            &model,
-            &s,
-            1,
-            LrScheduleKind::Constant,
-            l,
-            &mut smi::NoObserver,
-        )
-        .unwrap()
+    let recipe = |protocol| Recipe {
+        method: Method::Smi,
+        lr,
+        protocol,
+        seed: 1,
+        schedule: LrScheduleKind::Constant,
     };
+    let run = |l| train(&recipe(&s), &model, l, &mut smi::NoObserver).unwrap();
     let t = run(limits(&never, None, None));
     assert_eq!(t.stop, Stop::Finished);
     assert_eq!(t.fit.state.unwrap().particles, whole.particles);
@@ -345,12 +340,8 @@ fn stops_and_resumes_leave_the_fit_unchanged() {
         ..other
     };
     let foreign = train(
-        Method::Smi,
-        lr,
+        &recipe(&other),
         &model,
-        &other,
-        1,
-        LrScheduleKind::Constant,
         limits(&never, None, None),
         &mut smi::NoObserver,
     )
@@ -358,12 +349,8 @@ fn stops_and_resumes_leave_the_fit_unchanged() {
     .fit
     .state;
     let e = train(
-        Method::Smi,
-        lr,
+        &recipe(&s),
         &model,
-        &s,
-        1,
-        LrScheduleKind::Constant,
         limits(&never, None, foreign),
         &mut smi::NoObserver,
     )

@@ -104,20 +104,30 @@ impl Observer for Limited<'_> {
 /// The final learning rate of [`LrScheduleKind::Cosine`] as a fraction of the base rate.
 pub const COSINE_FLOOR: f64 = 0.01;
 
-/// The engine settings of `method` at `lr` under `s` with `seed` and the learning-rate
-/// `schedule` (a cosine spans `s.max_steps`).
+/// What one training run fits: `method` at `lr` under `protocol` with `seed` and the
+/// learning-rate `schedule`.
+#[derive(Clone, Copy, Debug)]
+pub struct Recipe<'a> {
+    /// The method.
+    pub method: Method,
+    /// The learning rate (`None`: the method's default; NUTS has none).
+    pub lr: Option<f64>,
+    /// The fit protocol (particles, draws, steps, …).
+    pub protocol: &'a Protocol,
+    /// The seed.
+    pub seed: u64,
+    /// The learning-rate schedule (a cosine spans `protocol.max_steps`).
+    pub schedule: LrScheduleKind,
+}
+
+/// The engine settings of `recipe`.
 ///
 /// # Errors
 /// Invalid settings.
-pub fn method_settings(
-    method: Method,
-    lr: Option<f64>,
-    s: &Protocol,
-    seed: u64,
-    schedule: LrScheduleKind,
-) -> Result<MethodSettings> {
-    let settings = s.method_settings(method, lr, seed)?;
-    Ok(match (schedule, lr) {
+pub fn method_settings(recipe: &Recipe) -> Result<MethodSettings> {
+    let (method, lr, s) = (recipe.method, recipe.lr, recipe.protocol);
+    let settings = s.method_settings(method, lr, recipe.seed)?;
+    Ok(match (recipe.schedule, lr) {
         (LrScheduleKind::Cosine, Some(lr)) if method != Method::Nuts => {
             settings.with_optimizer(OptimizerSettings::adam(lr).with_schedule(LrSchedule {
                 warmup_steps: 0,
@@ -131,34 +141,29 @@ pub fn method_settings(
     })
 }
 
-/// Fits `method` at `lr` to `model` under `s` with `seed` and the learning-rate `schedule`,
-/// reporting to `observer` and stopping at the `limits`. NUTS runs in one go (it cannot be
-/// stopped midway; Ctrl-C ends the process as usual).
+/// Fits `recipe` to `model`, reporting to `observer` and stopping at the `limits`. NUTS runs
+/// in one go (it cannot be stopped midway; Ctrl-C ends the process as usual).
 ///
 /// # Errors
 /// Invalid settings, the engine's or the model's errors, a checkpoint that cannot be written.
-#[allow(clippy::too_many_arguments)]
 pub fn train(
-    method: Method,
-    lr: Option<f64>,
+    recipe: &Recipe,
     model: &dyn LogDensity,
-    s: &Protocol,
-    seed: u64,
-    schedule: LrScheduleKind,
     mut limits: Limits<'_>,
     observer: &mut dyn Observer,
 ) -> Result<Trained> {
+    let (method, seed) = (recipe.method, recipe.seed);
     if method == Method::Nuts {
         return Ok(Trained {
-            fit: fit_method(method, lr, model, s, seed, observer)?,
+            fit: fit_method(method, recipe.lr, model, recipe.protocol, seed, observer)?,
             stop: Stop::Finished,
         });
     }
-    let engine = method_settings(method, lr, s, seed, schedule)?.build(model)?;
+    let engine = method_settings(recipe)?.build(model)?;
     let run = RunSettings {
         checkpoint: limits.checkpoint.map(|(path, _)| path.to_path_buf()),
         checkpoint_every: 0,
-        ..s.run_settings(method)
+        ..recipe.protocol.run_settings(method)
     };
     let state = match limits.resume.take() {
         Some(state) => {
@@ -241,11 +246,19 @@ mod tests {
             loss_temperature: 1.0,
             kernel: None,
         };
-        let optimizer =
-            |schedule| match method_settings(Method::Smi, Some(0.01), &s, 0, schedule).unwrap() {
+        let optimizer = |schedule| {
+            let recipe = Recipe {
+                method: Method::Smi,
+                lr: Some(0.01),
+                protocol: &s,
+                seed: 0,
+                schedule,
+            };
+            match method_settings(&recipe).unwrap() {
                 MethodSettings::Stein(st) => st.optimizer,
                 _ => unreachable!("SMI is a Stein method"),
-            };
+            }
+        };
         let cosine = optimizer(LrScheduleKind::Cosine);
         let OptimizerSettings::Adam { lr, schedule, .. } = cosine else {
             unreachable!("Adam")

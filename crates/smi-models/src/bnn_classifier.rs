@@ -186,17 +186,9 @@ impl BnnClassifier {
     /// # Errors
     /// [`Error::Shape`] when `theta` is not K × d or `x` has the wrong width.
     pub fn predict_proba(&self, theta: &[f64], x: &Matrix) -> Result<Matrix> {
-        let d = self.dim();
-        if !theta.len().is_multiple_of(d) {
-            return Err(Error::shape("theta", format!("K×{d}"), theta.len()));
-        }
+        let mut out = self.mlp.forward_in(self.precision, theta, self.dim(), x)?;
         let c = self.num_classes();
-        let rows = theta.len() / d * x.rows();
-        let mut out = vec![0.0; rows * c];
-        match self.precision {
-            Precision::F32 => self.mlp.forward::<f32>(theta, d, x, &mut out)?,
-            Precision::F64 => self.mlp.forward::<f64>(theta, d, x, &mut out)?,
-        }
+        let rows = out.len() / c;
         for z in out.chunks_exact_mut(c) {
             let m = z.iter().copied().fold(f64::NEG_INFINITY, f64::max);
             z.iter_mut().for_each(|v| *v -= m);

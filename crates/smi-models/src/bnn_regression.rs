@@ -272,16 +272,8 @@ impl BnnRegression {
     /// [`Error::Shape`] when `theta` is not K × d or `x` has the wrong width.
     pub fn predict(&self, theta: &[f64], x: &Matrix) -> Result<RegressionPrediction> {
         let d = self.dim();
-        if !theta.len().is_multiple_of(d) {
-            return Err(Error::shape("theta", format!("K×{d}"), theta.len()));
-        }
-        let k = theta.len() / d;
-        let n = x.rows();
-        let mut out = vec![0.0; k * n];
-        match self.precision {
-            Precision::F32 => self.mlp.forward::<f32>(theta, d, x, &mut out)?,
-            Precision::F64 => self.mlp.forward::<f64>(theta, d, x, &mut out)?,
-        }
+        let out = self.mlp.forward_in(self.precision, theta, d, x)?;
+        let (k, n) = (theta.len() / d, x.rows());
         let noise_scale = theta
             .chunks_exact(d)
             .map(|t| match self.noise {

@@ -76,6 +76,39 @@ fn detect() -> Level {
     Level::Baseline
 }
 
+/// The arms of a kernel unrolled for a few sizes, written once: evaluates `$call` with the
+/// constant `$c` set to `$v` when `$v` is one of the listed sizes (literals or constants), and
+/// to `$default` otherwise. Each arm is its own build of the kernel (a const generic), the
+/// default arm the general one; a test per kernel asserts that every unrolled build gives the
+/// general build's bits.
+///
+/// ```
+/// /// Σ x over N lanes at a time (N = 0: one at a time).
+/// fn lane_sum<const N: usize>(x: &[f64]) -> f64 {
+///     x.chunks(N.max(1)).map(|c| c.iter().sum::<f64>()).sum()
+/// }
+/// let x = [1.0, 2.0, 3.0, 4.0];
+/// for n in [1, 2, 4, 7] {
+///     let s = smi_simd::unrolled!(n; [1, 2, 4] else 0 => |N| lane_sum::<N>(&x));
+///     assert_eq!(s, 10.0);
+/// }
+/// ```
+#[macro_export]
+macro_rules! unrolled {
+    ($v:expr; [$($n:tt),+ $(,)?] else $default:tt => |$c:ident| $call:expr) => {
+        match $v {
+            $($n => {
+                const $c: usize = $n;
+                $call
+            })+
+            _ => {
+                const $c: usize = $default;
+                $call
+            }
+        }
+    };
+}
+
 /// Defines a function whose body is compiled for each [`Level`] (AVX-512F with AVX2 and FMA;
 /// AVX2 and FMA; the baseline), dispatching at each call on [`level`] (a cached read) to
 /// the widest build the CPU runs. Plain `fn` items only: arguments are `name: Type`, type

@@ -506,7 +506,7 @@ impl Case {
         (self.draws == default_draws && self.m == self.config.particles()).then_some(v)
     }
 
-    /// The target for this line (`bench/references.json`): a description and whether
+    /// The target of this line (`bench/references.json`): a description and whether
     /// `ms` (and `gflops` against the GEMM peak) meets it; `None` when the line has no target.
     pub fn target(&self, ms: f64, gflops: f64, peak: f64) -> Option<(String, bool)> {
         let rule = references::target_rule(

@@ -842,7 +842,7 @@ impl Ctx<'_> {
             }
         };
         eprintln!(
-            "{:<24} rmse {:.3} nll {:.3} (paper: rmse {:.3} nll {:.3}) {} steps, {:.2e} s/step, {:.0} s",
+            "{:<24} rmse {:.3} nll {:.3} (paper metric: rmse {:.3} nll {:.3}) {} steps, {:.2e} s/step, {:.0} s",
             u.label(),
             fit.rmse,
             fit.nll,

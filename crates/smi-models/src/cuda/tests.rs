@@ -162,13 +162,26 @@ fn cpu_step(
     (ghat, lp, lq)
 }
 
-/// Compares a GPU step with the CPU step on its ε and rows. Tolerances: the network runs in
+/// Compares the GPU step `gpu` that `step` ran with the CPU step on its ε (the step's last
+/// noise) and `batch` (its rows). Tolerances: the network runs in
 /// f32 on both sides but sums in other orders (cuBLAS vs faer, 100–128 rows, 2·10³–8·10⁴
 /// weights), so values agree to about 1e-5 relative and gradients, sums of many such products,
 /// to 1e-3 of their largest entry; the mixture sums d f32 terms in f64 on the GPU (f64 terms
 /// on the CPU), an absolute error of about d·1e-7·|term| ≤ 1e-2 for |log q| ~ 10⁴.
-fn assert_step_matches(gpu: &StepOutput, cpu: &(Matrix, Vec<f64>, Vec<f64>)) {
-    let (ghat, lp, lq) = cpu;
+fn assert_matches_cpu_step(
+    step: &CudaStep,
+    gpu: &StepOutput,
+    (model, parts): (&dyn LogDensity, &Matrix),
+    batch: &Batch,
+    s: usize,
+) {
+    let eps: Vec<f64> = step
+        .last_noise()
+        .unwrap()
+        .into_iter()
+        .map(f64::from)
+        .collect();
+    let (ghat, lp, lq) = &cpu_step(model, parts, &eps, batch, s);
     for (k, (a, b)) in gpu.logp.iter().zip(lp).enumerate() {
         assert!(
             (a - b).abs() <= 1e-5 * b.abs().max(1.0),
@@ -240,12 +253,6 @@ fn gpu_step_equals_cpu_step_for_the_same_noise_uci() {
     let mut step = CudaStep::regression(0, &model).unwrap();
     let rows = StepRows::Sample { seed: 9, size: 100 };
     let out = step.run(&parts, s, 21, rows, true, 1.0).unwrap();
-    let eps: Vec<f64> = step
-        .last_noise()
-        .unwrap()
-        .into_iter()
-        .map(f64::from)
-        .collect();
     let mut rows = step.last_rows().unwrap();
     rows.truncate(m * s * 100);
     let batch = Batch {
@@ -253,8 +260,7 @@ fn gpu_step_equals_cpu_step_for_the_same_noise_uci() {
         scale: 4.55,
         jacobian: true,
     };
-    let cpu = cpu_step(&model, &parts, &eps, &batch, s);
-    assert_step_matches(&out, &cpu);
+    assert_matches_cpu_step(&step, &out, (&model, &parts), &batch, s);
 }
 
 #[test]
@@ -269,15 +275,8 @@ fn gpu_step_equals_cpu_step_for_the_same_noise_mnist() {
     let out = step
         .run(&parts, s, 8, StepRows::Shared(&shared), true, 1.0)
         .unwrap();
-    let eps: Vec<f64> = step
-        .last_noise()
-        .unwrap()
-        .into_iter()
-        .map(f64::from)
-        .collect();
     let batch = Batch::shared(shared, 600);
-    let cpu = cpu_step(&model, &parts, &eps, &batch, s);
-    assert_step_matches(&out, &cpu);
+    assert_matches_cpu_step(&step, &out, (&model, &parts), &batch, s);
 }
 
 #[test]

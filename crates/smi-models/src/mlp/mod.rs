@@ -416,6 +416,29 @@ impl Mlp {
         Ok(())
     }
 
+    /// [`Mlp::forward`] in `precision`, into a new vector of K·n·out values (K =
+    /// `theta.len() / dim`).
+    ///
+    /// # Errors
+    /// As [`Mlp::forward`].
+    pub fn forward_in(
+        &self,
+        precision: Precision,
+        theta: &[f64],
+        dim: usize,
+        x: &Matrix,
+    ) -> Result<Vec<f64>> {
+        if dim == 0 || !theta.len().is_multiple_of(dim) {
+            return Err(Error::shape("theta", format!("K×{dim}"), theta.len()));
+        }
+        let mut out = vec![0.0; theta.len() / dim * x.rows() * self.output_dim()];
+        match precision {
+            Precision::F32 => self.forward::<f32>(theta, dim, x, &mut out)?,
+            Precision::F64 => self.forward::<f64>(theta, dim, x, &mut out)?,
+        }
+        Ok(out)
+    }
+
     /// Network outputs for K = `theta.len() / dim` draws on every row of `x` (n × in).
     ///
     /// `theta` is K×`dim` row-major with the network weights in the first [`Mlp::dim`] columns

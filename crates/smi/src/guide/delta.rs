@@ -1,5 +1,7 @@
 //! The point-mass guide (AutoDelta): ψ = θ.
 
+use super::Directions;
+
 /// Every draw is the particle itself: each row of `theta` (S×d) is set to `psi`.
 pub fn sample(psi: &[f64], theta: &mut [f64]) {
     for t in theta.chunks_exact_mut(psi.len()) {
@@ -18,17 +20,12 @@ pub fn pullback(delta: &[f64], out: &mut [f64]) {
     out.iter_mut().for_each(|o| *o /= s);
 }
 
-/// Columns `c0 .. c0 + out.len()` of [`pullback`] for the directions δ_s = τ·`grad`_s −
-/// `gradq`_s (S×d each, d = `d`), formed on the fly; bit-identical to `pullback` on the
-/// stored δ.
-pub(crate) fn pullback_cols(
-    d: usize,
-    grad: &[f64],
-    gradq: &[f64],
-    tau: f64,
-    c0: usize,
-    out: &mut [f64],
-) {
+/// Columns `c0 .. c0 + out.len()` of [`pullback`] for the directions `dirs` (d wide), formed
+/// on the fly; bit-identical to `pullback` on the stored δ.
+pub(crate) fn pullback_cols(d: usize, dirs: &Directions, c0: usize, out: &mut [f64]) {
+    let Directions {
+        grad, gradq, tau, ..
+    } = *dirs;
     let w = out.len();
     let s = (grad.len() / d.max(1)).max(1) as f64;
     out.fill(0.0);

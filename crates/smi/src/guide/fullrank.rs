@@ -12,6 +12,7 @@
 //! costs O(d²): the guide is for small d.
 
 use super::structured;
+use super::{Columns, Directions};
 use crate::matrix::Matrix;
 use crate::model::{sigmoid, softplus};
 
@@ -127,23 +128,14 @@ pub fn mixture_log_density(particles: &Matrix, theta: &[f64], logq: &mut [f64], 
     structured::mixture_log_density(&comps, d, theta, logq, grad);
 }
 
-/// Columns `c0 .. c0 + w` (w = `loc_out.len()`) of the pull-back of the directions
-/// δ_s = τ·`grad`_s − `gradq`_s (S×d each), with `eps` the S noise rows: ∂/∂loc = mean δ,
+/// The columns `out` (c0 .. c0 + w) of the pull-back of the directions `dirs`, with
+/// `dirs.eps` the S noise rows: ∂/∂loc = mean δ,
 /// ∂/∂ρ_c = mean(δ_c (ε_c + Σ_{j<c} u_cj ε_j))·sigmoid(ρ_c), ∂/∂u_cj = mean(δ_c ε_j)·σ_c for
 /// j < c (into `tri_out`: the packed rows c0 .. c0 + w of the triangle,
 /// `tri(c0 + w) − tri(c0)` values).
-#[allow(clippy::too_many_arguments)]
-pub(crate) fn pullback_cols(
-    psi: &[f64],
-    eps: &[f64],
-    grad: &[f64],
-    gradq: &[f64],
-    tau: f64,
-    c0: usize,
-    loc_out: &mut [f64],
-    rho_out: &mut [f64],
-    tri_out: &mut [f64],
-) {
+pub(crate) fn pullback_cols(psi: &[f64], dirs: &Directions, out: Columns, tri_out: &mut [f64]) {
+    let (eps, grad, gradq, tau) = (dirs.eps, dirs.grad, dirs.gradq, dirs.tau);
+    let (c0, loc_out, rho_out) = (out.c0, out.loc, out.rho);
     let d = dim_of(psi.len());
     let w = loc_out.len();
     let s = grad.len() / d.max(1);
@@ -187,7 +179,8 @@ pub fn pullback(psi: &[f64], eps: &[f64], delta: &[f64], out: &mut [f64]) {
     let zeros = vec![0.0; delta.len()];
     let (loc, rest) = out.split_at_mut(d);
     let (rho, lower) = rest.split_at_mut(d);
-    pullback_cols(psi, eps, delta, &zeros, 1.0, 0, loc, rho, lower);
+    let dirs = Directions::stored(eps, delta, &zeros);
+    pullback_cols(psi, &dirs, Columns { c0: 0, loc, rho }, lower);
 }
 
 /// The entropy Σ ln σ_c + d/2·ln(2πe).

@@ -15,6 +15,7 @@
 //! One (draw, component) pair costs O(d·r).
 
 use super::structured;
+use super::{Columns, Directions};
 use crate::matrix::Matrix;
 use crate::model::{sigmoid, softplus};
 
@@ -188,23 +189,19 @@ pub fn mixture_log_density(
     structured::mixture_log_density(&comps, d, theta, logq, grad);
 }
 
-/// Columns `c0 .. c0 + w` (w = `loc_out.len()`) of the pull-back of the directions
-/// δ_s = τ·`grad`_s − `gradq`_s (S×d each) to one particle, with `eps` its S noise rows
-/// (d + r each: ε, η): ∂/∂loc = mean δ, ∂/∂ρ_c = mean(δ_c (ε_c + v_c·η))·sigmoid(ρ_c),
-/// ∂/∂V_ck = mean(δ_c η_k)·σ_c (into `fac_out`, w·r values: rows c0 .. c0 + w of V).
-#[allow(clippy::too_many_arguments)]
+/// The columns `out` (c0 .. c0 + w) of the pull-back of the directions `dirs` to one particle,
+/// with `dirs.eps` its S noise rows (d + r each: ε, η): ∂/∂loc = mean δ,
+/// ∂/∂ρ_c = mean(δ_c (ε_c + v_c·η))·sigmoid(ρ_c), ∂/∂V_ck = mean(δ_c η_k)·σ_c (into `fac_out`,
+/// w·r values: rows c0 .. c0 + w of V).
 pub(crate) fn pullback_cols(
     psi: &[f64],
     rank: usize,
-    eps: &[f64],
-    grad: &[f64],
-    gradq: &[f64],
-    tau: f64,
-    c0: usize,
-    loc_out: &mut [f64],
-    rho_out: &mut [f64],
+    dirs: &Directions,
+    out: Columns,
     fac_out: &mut [f64],
 ) {
+    let (eps, grad, gradq, tau) = (dirs.eps, dirs.grad, dirs.gradq, dirs.tau);
+    let (c0, loc_out, rho_out) = (out.c0, out.loc, out.rho);
     let d = dim_of(psi.len(), rank);
     let w = loc_out.len();
     let nd = d + rank;
@@ -246,7 +243,8 @@ pub fn pullback(psi: &[f64], rank: usize, eps: &[f64], delta: &[f64], out: &mut 
     let zeros = vec![0.0; delta.len()];
     let (loc, rest) = out.split_at_mut(d);
     let (rho, fac) = rest.split_at_mut(d);
-    pullback_cols(psi, rank, eps, delta, &zeros, 1.0, 0, loc, rho, fac);
+    let dirs = Directions::stored(eps, delta, &zeros);
+    pullback_cols(psi, rank, &dirs, Columns { c0: 0, loc, rho }, fac);
 }
 
 /// The entropy of one particle's guide: ½ log det Σ + d/2·ln(2πe).

@@ -17,6 +17,46 @@ mod structured;
 
 pub(crate) use noise::NoiseKey;
 
+/// One particle's SMI directions δ_s = τ·`grad`_s − `gradq`_s over its S draws (S×d each),
+/// with the draws' noise `eps` (S rows of the guide's noise dimension): what the pull-backs
+/// read, formed on the fly instead of stored.
+#[derive(Clone, Copy, Debug)]
+pub(crate) struct Directions<'a> {
+    /// The S noise rows.
+    pub eps: &'a [f64],
+    /// ∇ log p at the S draws (S×d).
+    pub grad: &'a [f64],
+    /// ∇ log q_mix at the S draws (S×d).
+    pub gradq: &'a [f64],
+    /// τ, the likelihood temperature's factor on `grad`.
+    pub tau: f64,
+}
+
+impl<'a> Directions<'a> {
+    /// Stored directions `delta` (S×d): τ = 1 against a zero `gradq` (which must have
+    /// `delta`'s length).
+    pub(crate) fn stored(eps: &'a [f64], delta: &'a [f64], zeros: &'a [f64]) -> Self {
+        Directions {
+            eps,
+            grad: delta,
+            gradq: zeros,
+            tau: 1.0,
+        }
+    }
+}
+
+/// Columns `c0 .. c0 + loc.len()` of a pull-back: the ∂/∂loc entries into `loc`, the ∂/∂ρ
+/// entries into `rho` (the same length; empty for Delta).
+#[derive(Debug)]
+pub(crate) struct Columns<'a> {
+    /// The first column.
+    pub c0: usize,
+    /// ∂/∂loc of the columns.
+    pub loc: &'a mut [f64],
+    /// ∂/∂ρ of the columns.
+    pub rho: &'a mut [f64],
+}
+
 use rand::Rng;
 use rand_distr::Distribution;
 use serde::{Deserialize, Serialize};
@@ -486,36 +526,26 @@ impl GuideSettings {
         }
     }
 
-    /// Columns `c0 .. c0 + out_loc.len()` of [`GuideSettings::pullback`] for the directions
-    /// δ_s = τ·`grad`_s − `gradq`_s (S×d each, d the model's dimension `d`), formed on the fly:
-    /// the loc (Delta: ψ) entries into `out_loc`, the ρ entries (Normal; empty for Delta) into
-    /// `out_rho`, the rows c0 .. of W (low-rank; empty otherwise) into `out_factor`.
-    /// Bit-identical to `pullback` on the stored δ.
-    #[allow(clippy::too_many_arguments)]
+    /// The columns `out` of [`GuideSettings::pullback`] for the directions `dirs` (d the
+    /// model's dimension), formed on the fly: the loc (Delta: ψ) entries into `out.loc`, the ρ
+    /// entries (empty for Delta) into `out.rho`, the rows `out.c0 ..` of W (low-rank) or of the
+    /// triangle (full-rank; empty otherwise) into `out_factor`. Bit-identical to `pullback` on
+    /// the stored δ.
     pub(crate) fn pullback_cols(
         &self,
         psi: &[f64],
         d: usize,
-        eps: &[f64],
-        grad: &[f64],
-        gradq: &[f64],
-        tau: f64,
-        c0: usize,
-        out_loc: &mut [f64],
-        out_rho: &mut [f64],
+        dirs: &Directions,
+        out: Columns,
         out_factor: &mut [f64],
     ) {
         match self {
-            GuideSettings::Normal { .. } => {
-                normal::pullback_cols(psi, eps, grad, gradq, tau, c0, out_loc, out_rho)
+            GuideSettings::Normal { .. } => normal::pullback_cols(psi, dirs, out),
+            GuideSettings::LowRank { rank, .. } => {
+                lowrank::pullback_cols(psi, *rank, dirs, out, out_factor)
             }
-            GuideSettings::LowRank { rank, .. } => lowrank::pullback_cols(
-                psi, *rank, eps, grad, gradq, tau, c0, out_loc, out_rho, out_factor,
-            ),
-            GuideSettings::FullRank { .. } => fullrank::pullback_cols(
-                psi, eps, grad, gradq, tau, c0, out_loc, out_rho, out_factor,
-            ),
-            GuideSettings::Delta => delta::pullback_cols(d, grad, gradq, tau, c0, out_loc),
+            GuideSettings::FullRank { .. } => fullrank::pullback_cols(psi, dirs, out, out_factor),
+            GuideSettings::Delta => delta::pullback_cols(d, dirs, out.c0, out.loc),
         }
     }
 

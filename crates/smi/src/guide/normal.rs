@@ -2,6 +2,7 @@
 
 use rayon::prelude::*;
 
+use super::{Columns, Directions};
 use crate::matrix::Matrix;
 use crate::model::{sigmoid, softplus};
 
@@ -121,45 +122,31 @@ pub(crate) fn draw_chunks(s: usize, d: usize) -> impl Iterator<Item = std::ops::
     (0..n).map(move |c| c * size..if c + 1 == n { s } else { (c + 1) * size })
 }
 
-/// Columns `c0 .. c0 + loc_out.len()` of the SMI step's pull-back for the directions
-/// δ_s = τ·`grad`_s − `gradq`_s (S×d each), formed on the fly instead of stored: ∂/∂loc into
-/// `loc_out`, ∂/∂ρ into `rho_out` (same length). [`pullback`]'s formula, its sums over the S
-/// draws taken per chunk of [`draw_chunks`] and the chunks' sums added in order (the fused
-/// step's order: both give the same bits).
-#[allow(clippy::too_many_arguments)]
-pub(crate) fn pullback_cols(
-    psi: &[f64],
-    eps: &[f64],
-    grad: &[f64],
-    gradq: &[f64],
-    tau: f64,
-    c0: usize,
-    loc_out: &mut [f64],
-    rho_out: &mut [f64],
-) {
+/// The columns `out` of the SMI step's pull-back for the directions `dirs`, formed on the fly
+/// instead of stored. [`pullback`]'s formula, its sums over the S draws taken per chunk of
+/// [`draw_chunks`] and the chunks' sums added in order (the fused step's order: both give the
+/// same bits).
+pub(crate) fn pullback_cols(psi: &[f64], dirs: &Directions, out: Columns) {
     let d = psi.len() / 2;
-    let w = loc_out.len();
-    let s = grad.len() / d.max(1);
-    loc_out.fill(0.0);
-    rho_out.fill(0.0);
+    let (c0, w) = (out.c0, out.loc.len());
+    let s = dirs.grad.len() / d.max(1);
+    out.loc.fill(0.0);
+    out.rho.fill(0.0);
     let mut part = vec![0.0; 2 * w];
     for rows in draw_chunks(s, d) {
         part.fill(0.0);
-        let (pl, pr) = part.split_at_mut(w);
+        let (loc, rho) = part.split_at_mut(w);
         let r = rows.start * d..rows.end * d;
-        accumulate_directions(
-            d,
-            &eps[r.clone()],
-            &grad[r.clone()],
-            &gradq[r],
-            tau,
-            c0,
-            pl,
-            pr,
-        );
-        add_partial(loc_out, rho_out, pl, pr);
+        let chunk = Directions {
+            eps: &dirs.eps[r.clone()],
+            grad: &dirs.grad[r.clone()],
+            gradq: &dirs.gradq[r],
+            tau: dirs.tau,
+        };
+        accumulate_directions(d, &chunk, Columns { c0, loc, rho });
+        add_partial(out.loc, out.rho, loc, rho);
     }
-    finish_pullback(&psi[d + c0..d + c0 + w], s.max(1) as f64, loc_out, rho_out);
+    finish_pullback(&psi[d + c0..d + c0 + w], s.max(1) as f64, out.loc, out.rho);
 }
 
 smi_simd::multiversion! {
@@ -174,28 +161,18 @@ smi_simd::multiversion! {
     }
 }
 
-/// Adds Σ_s δ_s and Σ_s δ_s ⊙ ε_s over the rows s of `grad`, `gradq`, `eps` (S×d each,
-/// δ_s = τ·`grad`_s − `gradq`_s), columns `c0 .. c0 + loc_out.len()`, to `loc_out` and `rho_out`,
-/// the rows in order.
-#[allow(clippy::too_many_arguments)]
-pub(crate) fn accumulate_directions(
-    d: usize,
-    eps: &[f64],
-    grad: &[f64],
-    gradq: &[f64],
-    tau: f64,
-    c0: usize,
-    loc_out: &mut [f64],
-    rho_out: &mut [f64],
-) {
-    let cols = c0..c0 + loc_out.len();
-    for ((g, gq), e) in grad
+/// Adds Σ_s δ_s and Σ_s δ_s ⊙ ε_s over the S rows of `dirs` (d wide, ε of the Normal guide)
+/// in the columns `out` to `out.loc` and `out.rho`, the rows in order.
+pub(crate) fn accumulate_directions(d: usize, dirs: &Directions, out: Columns) {
+    let cols = out.c0..out.c0 + out.loc.len();
+    for ((g, gq), e) in dirs
+        .grad
         .chunks_exact(d)
-        .zip(gradq.chunks_exact(d))
-        .zip(eps.chunks_exact(d))
+        .zip(dirs.gradq.chunks_exact(d))
+        .zip(dirs.eps.chunks_exact(d))
     {
         let (g, gq, e) = (&g[cols.clone()], &gq[cols.clone()], &e[cols.clone()]);
-        pull_back_row::<_, false>(tau, g, gq, e, loc_out, rho_out);
+        pull_back_row::<_, false>(dirs.tau, g, gq, e, out.loc, out.rho);
     }
 }
 

@@ -43,7 +43,7 @@ impl Default for Batch {
 
 impl Batch {
     /// All rows, scale 1, with the Jacobian.
-    pub fn full() -> Self {
+    pub const fn full() -> Self {
         Batch {
             rows: Rows::All,
             scale: 1.0,

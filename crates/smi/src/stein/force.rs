@@ -4,7 +4,7 @@
 use rayon::prelude::*;
 
 use crate::error::{Error, Result};
-use crate::guide::{normal, GuideSettings, NoiseKey};
+use crate::guide::{normal, Columns, Directions, GuideSettings, NoiseKey};
 use crate::matrix::{try_resize, Matrix};
 use crate::model::Batch;
 use crate::model::LogDensity;
@@ -85,7 +85,27 @@ pub(crate) fn is_fused<M: LogDensity + ?Sized>(
         && !model.one_call_per_step()
 }
 
-/// The ELBO gradients of `groups` independent sets of draws.
+/// The draws of one step's ELBO gradients: their particles, noise, data batch and temperature
+/// (see [`elbo_gradients`]).
+#[derive(Clone, Copy)]
+pub(crate) struct Draws<'a> {
+    /// The Stein part of the particles (m×p_T).
+    pub particles: &'a Matrix,
+    /// The particles of the mixture denominator, when not `particles`.
+    pub denominator: Option<&'a Matrix>,
+    /// The `groups·m·S` noise rows.
+    pub noise: Noise<'a>,
+    /// The data rows of the `groups·m·S` draws.
+    pub batch: &'a Batch,
+    /// τ, the likelihood's temperature factor.
+    pub tau: f64,
+    /// S, the draws per particle and group.
+    pub per_particle: usize,
+    /// The number of independent sets of draws.
+    pub groups: usize,
+}
+
+/// The ELBO gradients of `draws.groups` independent sets of draws.
 ///
 /// `particles` are the Stein part of the particles (m×p_T, all of them without shared
 /// parameters); `denominator`, when given, the particles of the mixture denominator instead
@@ -99,25 +119,26 @@ pub(crate) fn is_fused<M: LogDensity + ?Sized>(
 ///
 /// ĝ_i = (1/S) Σ_s (∂θ_s/∂ψ_i)ᵀ [τ ∇log p(θ_s) − ∇log q_mix(θ_s)], the mixture's parameters held
 /// constant; E[ĝ_i] = m·∇_{ψ_i} L (docs/algorithms.md §2.2).
-#[allow(clippy::too_many_arguments)]
 pub(crate) fn elbo_gradients<M: LogDensity + ?Sized>(
     model: &M,
     guide: &GuideSettings,
-    particles: &Matrix,
-    denominator: Option<&Matrix>,
-    noise: Noise<'_>,
-    batch: &Batch,
-    tau: f64,
-    draws_per_particle: usize,
-    groups: usize,
+    draws: &Draws,
     shared: Option<SharedPoint<'_>>,
     scratch: &mut Scratch,
     prepared: bool,
 ) -> Result<ElboGradients> {
+    let Draws {
+        particles,
+        denominator,
+        noise,
+        batch,
+        tau,
+        per_particle: s,
+        groups,
+    } = *draws;
     let m = particles.rows();
     let d = model.dim();
     let dt = shared.as_ref().map_or(d, |sh| sh.split.stein_dim());
-    let s = draws_per_particle;
     let k = groups * m * s;
     let Scratch {
         eps,
@@ -136,20 +157,7 @@ pub(crate) fn elbo_gradients<M: LogDensity + ?Sized>(
     if is_fused(model, guide, s, k, shared.is_some()) {
         // the common case, fused per chunk of draws (no K×d buffers of ε, θ or gradients); a
         // model that wants all K draws in one call (LogDensity::one_call_per_step) goes below
-        return super::fused::elbo_gradients_normal(
-            model,
-            particles,
-            denominator,
-            noise,
-            batch,
-            tau,
-            s,
-            groups,
-            logp,
-            logq,
-            fused,
-            prepared,
-        );
+        return super::fused::elbo_gradients_normal(model, draws, logp, logq, fused, prepared);
     }
     let nd = guide.noise_dim(dt);
     let eps: &[f64] = match noise {
@@ -229,18 +237,14 @@ pub(crate) fn elbo_gradients<M: LogDensity + ?Sized>(
             .for_each(|(i, c0, l, r, f)| {
                 let blk = first + i * s;
                 let rows = blk * dt..(blk + s) * dt;
-                guide.pullback_cols(
-                    particles.row(i),
-                    dt,
-                    &eps[blk * nd..(blk + s) * nd],
-                    &grad[rows.clone()],
-                    &gradq[rows],
+                let dirs = Directions {
+                    eps: &eps[blk * nd..(blk + s) * nd],
+                    grad: &grad[rows.clone()],
+                    gradq: &gradq[rows],
                     tau,
-                    c0,
-                    l,
-                    r,
-                    f,
-                );
+                };
+                let out = Columns { c0, loc: l, rho: r };
+                guide.pullback_cols(particles.row(i), dt, &dirs, out, f);
             });
         ghats.push(ghat);
     }
@@ -304,6 +308,20 @@ mod tests {
 
     const LN_2PI: f64 = 1.837_877_066_409_345_5;
 
+    /// S draws per particle from the noise rows `eps` on the full data, τ = 1, one group.
+    fn full_data<'a>(parts: &'a Matrix, eps: &'a [f64], s: usize) -> Draws<'a> {
+        const FULL: &Batch = &Batch::full();
+        Draws {
+            particles: parts,
+            denominator: None,
+            noise: Noise::Given(eps),
+            batch: FULL,
+            tau: 1.0,
+            per_particle: s,
+            groups: 1,
+        }
+    }
+
     /// ĝ of every particle on the full data, τ = 1, one group.
     fn gradients<M: LogDensity>(
         target: &M,
@@ -313,17 +331,10 @@ mod tests {
         s: usize,
     ) -> Vec<Matrix> {
         let mut sc = Scratch::default();
-        let batch = Batch::full();
         elbo_gradients(
             target,
             guide,
-            parts,
-            None,
-            Noise::Given(eps),
-            &batch,
-            1.0,
-            s,
-            1,
+            &full_data(parts, eps, s),
             None,
             &mut sc,
             false,
@@ -381,13 +392,7 @@ mod tests {
         let elbo = elbo_gradients(
             &model(),
             &guide,
-            &parts,
-            None,
-            Noise::Given(&eps),
-            &Batch::full(),
-            1.0,
-            1,
-            1,
+            &full_data(&parts, &eps, 1),
             None,
             &mut sc,
             false,
@@ -438,12 +443,7 @@ mod tests {
         let ell = |i: usize, psi: &[f64]| component_elbo(&target, &guide, &parts, &eps, s, i, psi);
         for i in 0..3 {
             for c in 0..2 * d {
-                let h = 1e-5;
-                let mut up = parts.row(i).to_vec();
-                up[c] += h;
-                let mut dn = parts.row(i).to_vec();
-                dn[c] -= h;
-                let fd = (ell(i, &up) - ell(i, &dn)) / (2.0 * h);
+                let fd = central_difference(|psi| ell(i, psi), parts.row(i), c);
                 assert!(
                     (fd - g.get(i, c)).abs() < 1e-7,
                     "i={i} c={c}: {fd} vs {}",
@@ -451,6 +451,15 @@ mod tests {
                 );
             }
         }
+    }
+
+    /// (f(x + h e_c) − f(x − h e_c)) / 2h with h = 1e-5.
+    fn central_difference(f: impl Fn(&[f64]) -> f64, x: &[f64], c: usize) -> f64 {
+        let h = 1e-5;
+        let (mut up, mut dn) = (x.to_vec(), x.to_vec());
+        up[c] += h;
+        dn[c] -= h;
+        (f(&up) - f(&dn)) / (2.0 * h)
     }
 
     #[test]
@@ -484,12 +493,7 @@ mod tests {
                 |i: usize, psi: &[f64]| component_elbo(&target, &guide, &parts, &eps, s, i, psi);
             for i in 0..m {
                 for c in 0..p {
-                    let h = 1e-5;
-                    let mut up = parts.row(i).to_vec();
-                    up[c] += h;
-                    let mut dn = parts.row(i).to_vec();
-                    dn[c] -= h;
-                    let fd = (ell(i, &up) - ell(i, &dn)) / (2.0 * h);
+                    let fd = central_difference(|psi| ell(i, psi), parts.row(i), c);
                     let got = g[0].get(i, c);
                     assert!(
                         (fd - got).abs() < 1e-7,

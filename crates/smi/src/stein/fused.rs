@@ -28,9 +28,9 @@ use crate::error::{Error, Result};
 use crate::guide::mixture::MixtureCoeffs;
 use crate::guide::normal;
 use crate::matrix::{try_resize, Matrix};
-use crate::model::{Batch, LogDensity};
+use crate::model::LogDensity;
 
-use super::force::{ElboGradients, Noise};
+use super::force::{Draws, ElboGradients, Noise};
 
 /// Sets the rows of the model's calls: a quarter of this many bytes per call (9 rows at
 /// boston's d = 3 302, two, the least, at MNIST's d = 79 510; the sizes of the sub-blocks that
@@ -155,27 +155,22 @@ fn grow<T: Clone + Default>(buf: &mut Vec<T>, len: usize, what: &str) -> Result<
 /// coefficients, σ, its slopes and ĝ; resized here), with the coefficients, σ and the slopes
 /// of these `particles` already in it when `prepared` ([`Scratch::prepare`]). ε, θ and ∇log p of a chunk live in buffers of the
 /// task's own, never in K×d arrays; ∇log q is not stored at all.
-#[allow(clippy::too_many_arguments)]
 pub(crate) fn elbo_gradients_normal<M: LogDensity + ?Sized>(
     model: &M,
-    particles: &Matrix,
-    denominator: Option<&Matrix>,
-    noise: Noise<'_>,
-    batch: &Batch,
-    tau: f64,
-    s: usize,
-    groups: usize,
+    draws: &Draws,
     logp: &mut [f64],
     logq: &mut [f64],
     scratch: &mut Scratch,
     prepared: bool,
 ) -> Result<ElboGradients> {
+    let (particles, s, groups) = (draws.particles, draws.per_particle, draws.groups);
+    let (noise, batch, tau) = (draws.noise, draws.batch, draws.tau);
     let m = particles.rows();
     let d = model.dim();
     let p = particles.cols();
     let k = groups * m * s;
     if !prepared {
-        scratch.prepare(particles, denominator)?;
+        scratch.prepare(particles, draws.denominator)?;
     }
     let Scratch {
         partials,

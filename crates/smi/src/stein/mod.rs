@@ -191,20 +191,16 @@ impl<'a, M: LogDensity + ?Sized> SteinVi<'a, M> {
                 let shared = split
                     .zip(eta.as_deref())
                     .map(|(split, eta)| force::SharedPoint { split, eta });
-                force::elbo_gradients(
-                    self.model,
-                    &st.guide,
-                    parts,
+                let draws = force::Draws {
+                    particles: parts,
                     denominator,
                     noise,
-                    &batch,
+                    batch: &batch,
                     tau,
-                    s,
+                    per_particle: s,
                     groups,
-                    shared,
-                    scratch_now,
-                    prepare,
-                )
+                };
+                force::elbo_gradients(self.model, &st.guide, &draws, shared, scratch_now, prepare)
             },
             || self.kernel.compute(kernel_parts, kernel_layout),
         );

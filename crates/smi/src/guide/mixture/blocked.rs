@@ -316,12 +316,9 @@ fn log_components_impl(k: &MixtureCoeffs, rows: Rows<'_>, l: &mut [f64]) {
             while j0 < m {
                 let width = (m - j0).min(TILE);
                 let mut s = [(0.0, 0.0); TILE];
-                match width {
-                    4 => tile_sums::<4>(k, j0, &cols, t0, t1, &mut s),
-                    3 => tile_sums::<3>(k, j0, &cols, t0, t1, &mut s),
-                    2 => tile_sums::<2>(k, j0, &cols, t0, t1, &mut s),
-                    _ => tile_sums::<1>(k, j0, &cols, t0, t1, &mut s),
-                }
+                smi_simd::unrolled!(width; [4, 3, 2] else 1 => |W| {
+                    tile_sums::<W>(k, j0, &cols, t0, t1, &mut s)
+                });
                 for (jj, &(s0, s1)) in s[..width].iter().enumerate() {
                     l[r * m + j0 + jj] += s0;
                     if two {
@@ -477,17 +474,9 @@ fn gradient_blocks_impl<const G: usize>(
     w: &[f64],
     sink: &mut Sink<'_>,
 ) {
-    match k.m {
-        1 => gradient_blocks_m::<G, 1>(k, rows, w, sink),
-        2 => gradient_blocks_m::<G, 2>(k, rows, w, sink),
-        3 => gradient_blocks_m::<G, 3>(k, rows, w, sink),
-        4 => gradient_blocks_m::<G, 4>(k, rows, w, sink),
-        5 => gradient_blocks_m::<G, 5>(k, rows, w, sink),
-        6 => gradient_blocks_m::<G, 6>(k, rows, w, sink),
-        7 => gradient_blocks_m::<G, 7>(k, rows, w, sink),
-        UNROLLED_M => gradient_blocks_m::<G, UNROLLED_M>(k, rows, w, sink),
-        _ => gradient_blocks_m::<G, 0>(k, rows, w, sink),
-    }
+    smi_simd::unrolled!(k.m; [1, 2, 3, 4, 5, 6, 7, UNROLLED_M] else 0 => |M| {
+        gradient_blocks_m::<G, M>(k, rows, w, sink)
+    });
 }
 
 /// [`gradient_blocks_impl`] for m = M particles (M = 0: any m).

@@ -503,16 +503,18 @@ mod tests {
         let (mut lq, mut gq) = (vec![0.0; n], vec![0.0; n * d]);
         k.rows(&theta, &mut lq, &mut gq);
         let (mut want_l, mut want_r) = (vec![0.5; d], vec![-0.25; d]);
-        super::super::normal::accumulate_directions(
-            d,
-            &eps,
-            &grad,
-            &gq,
+        let dirs = crate::guide::Directions {
+            eps: &eps,
+            grad: &grad,
+            gradq: &gq,
             tau,
-            0,
-            &mut want_l,
-            &mut want_r,
-        );
+        };
+        let out = crate::guide::Columns {
+            c0: 0,
+            loc: &mut want_l,
+            rho: &mut want_r,
+        };
+        super::super::normal::accumulate_directions(d, &dirs, out);
         let mut lq2 = vec![0.0; n];
         let (mut got_l, mut got_r) = (vec![0.5; d], vec![-0.25; d]);
         k.rows_pullback(

@@ -7,6 +7,7 @@
 use std::cell::RefCell;
 
 use crate::guide::normal::accumulate_directions;
+use crate::guide::{Columns, Directions};
 use crate::linalg::{gemm, Op};
 
 thread_local! {
@@ -73,7 +74,18 @@ impl Coeffs<'_> {
             q.resize(theta.len(), 0.0);
             let q = &mut q[..theta.len()];
             self.gradient_in(theta, w, q, wh);
-            accumulate_directions(self.d, eps, grad, q, tau, 0, dloc, drho);
+            let dirs = Directions {
+                eps,
+                grad,
+                gradq: q,
+                tau,
+            };
+            let out = Columns {
+                c0: 0,
+                loc: dloc,
+                rho: drho,
+            };
+            accumulate_directions(self.d, &dirs, out);
         });
     }
 }

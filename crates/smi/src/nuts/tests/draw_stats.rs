@@ -5,19 +5,14 @@ use super::super::*;
 use crate::engine::NoObserver;
 use crate::model::FnDensity;
 
-/// Neal's funnel with 4 x's (v ~ N(0, 3²), x_i ~ N(0, e^v)): divergences in the neck.
-fn funnel() -> impl LogDensity {
-    let k = 4;
-    FnDensity::new(k + 1, move |p: &[f64], g: &mut [f64]| {
-        let v = p[0];
-        let inv_var = (-v).exp();
-        let ss: f64 = p[1..].iter().map(|x| x * x).sum();
-        g[0] = -v / 9.0 + 0.5 * ss * inv_var - 0.5 * k as f64;
-        for (gi, x) in g[1..].iter_mut().zip(&p[1..]) {
-            *gi = -x * inv_var;
-        }
-        -v * v / 18.0 - 0.5 * ss * inv_var - 0.5 * k as f64 * v
-    })
+/// The smallest bulk ESS over the coordinates.
+fn min_ess_bulk(r: &NutsResult) -> f64 {
+    r.ess_bulk
+        .as_ref()
+        .expect("NUTS reports bulk ESS")
+        .iter()
+        .copied()
+        .fold(f64::MAX, f64::min)
 }
 
 /// N(0, Σ) in d dimensions with Σ = (1 − ρ)I + ρ11ᵀ (unit variances, every correlation ρ).
@@ -68,7 +63,7 @@ fn draw_stats_agree_with_the_chain_summaries() {
         keep_warmup: true,
         ..NutsSettings::default()
     };
-    let r = run(&funnel(), s.clone());
+    let r = run(&super::funnel(4), s.clone());
     let (mut divergent, mut hits) = (0, 0);
     for (c, ch) in r.chains.iter().enumerate() {
         assert_eq!(ch.draw_stats.len(), 200);
@@ -126,7 +121,7 @@ fn draw_stats_agree_with_the_chain_summaries() {
     assert_eq!(r.warmup_range(1), 200..400);
     assert!(w.is_finite());
     let plain = run(
-        &funnel(),
+        &super::funnel(4),
         NutsSettings {
             keep_warmup: false,
             ..s
@@ -154,13 +149,7 @@ fn correlated_gaussian_low_rank_and_dense_beat_diagonal() {
         ..NutsSettings::default()
     };
     let diag = run(&model, settings(MassMatrix::Diagonal));
-    let diag_ess = diag
-        .ess_bulk
-        .as_ref()
-        .unwrap()
-        .iter()
-        .copied()
-        .fold(f64::MAX, f64::min);
+    let diag_ess = min_ess_bulk(&diag);
     for mm in [MassMatrix::low_rank(), MassMatrix::Dense] {
         let r = run(&model, settings(mm));
         for j in 0..d {
@@ -176,13 +165,7 @@ fn correlated_gaussian_low_rank_and_dense_beat_diagonal() {
         // 9.2 for the diagonal metric, and a minimum bulk ESS of ~1550–1700 against 73.
         let (steps, diag_steps) = (r.mean_leapfrog_steps(), diag.mean_leapfrog_steps());
         assert!(steps < 0.5 * diag_steps, "{mm:?}: {steps} vs {diag_steps}");
-        let ess = r
-            .ess_bulk
-            .as_ref()
-            .unwrap()
-            .iter()
-            .copied()
-            .fold(f64::MAX, f64::min);
+        let ess = min_ess_bulk(&r);
         assert!(ess > 5.0 * diag_ess, "{mm:?}: ESS {ess} vs {diag_ess}");
         // The same seed gives the same run, low-rank adaptation included.
         assert_eq!(run(&model, settings(mm)), r);

@@ -188,11 +188,9 @@ fn bayesian_linear_regression_matches_closed_form() {
     }
 }
 
-#[test]
-fn neals_funnel_reports_divergences() {
-    // v ~ N(0, 3²), x_i ~ N(0, (e^{v/2})²), 9 x's: the neck is too narrow for one step size.
-    let k = 9;
-    let model = FnDensity::new(k + 1, move |p: &[f64], g: &mut [f64]| {
+/// Neal's funnel with k x's (v ~ N(0, 3²), x_i ~ N(0, e^v)): divergences in the neck.
+pub(super) fn funnel(k: usize) -> impl LogDensity {
+    FnDensity::new(k + 1, move |p: &[f64], g: &mut [f64]| {
         let v = p[0];
         let inv_var = (-v).exp();
         let ss: f64 = p[1..].iter().map(|x| x * x).sum();
@@ -201,7 +199,14 @@ fn neals_funnel_reports_divergences() {
             *gi = -x * inv_var;
         }
         -v * v / 18.0 - 0.5 * ss * inv_var - 0.5 * k as f64 * v
-    });
+    })
+}
+
+#[test]
+fn neals_funnel_reports_divergences() {
+    // v ~ N(0, 3²), x_i ~ N(0, (e^{v/2})²), 9 x's: the neck is too narrow for one step size.
+    let k = 9;
+    let model = funnel(k);
     // 4 chains: the chains explore the neck to different depths, some diverge there. Over
     // seeds 0..6 every run had divergences (warm-up included); seed 0 has 26 after warm-up.
     let r = Nuts::new(settings(500, 1000, 4, 0))
