@@ -1,6 +1,7 @@
-//! The paper's published numbers (docs/algorithms.md §9) as typed constants, for the reports'
-//! "Beside the paper" sections: UCI NLL and RMSE on the standard and Gap10 splits (§9.1, §9.2),
-//! MNIST per network depth (§9.3) and the recovery-point medians (§9.4).
+//! The paper's published numbers (docs/algorithms.md §9), for the reports' "Beside the paper"
+//! sections: UCI NLL and RMSE on the standard and Gap10 splits (§9.1, §9.2) and MNIST per network
+//! depth (§9.3), read from the data files `data/paper_uci.csv` and `data/paper_mnist.csv` (the
+//! cells as printed), and the recovery-point medians (§9.4).
 //!
 //! Each number keeps the precision the paper printed ([`Published::decimals`]): UCI one decimal
 //! (so Kin8nm's RMSE "0.1" and Naval's "0.0" say little), MNIST three. Where the paper prints
@@ -26,6 +27,23 @@ pub struct Published {
 }
 
 impl Published {
+    /// A cell as printed, `2.6 ± 0.6` or `0.1` (the decimals those of the mean); `None` when it
+    /// is not numbers.
+    pub fn parse(text: &str) -> Option<Published> {
+        let (mean, std) = match text.split_once('±') {
+            Some((m, s)) => (m.trim(), Some(s.trim())),
+            None => (text.trim(), None),
+        };
+        Some(Published {
+            mean: mean.parse().ok()?,
+            std: match std {
+                Some(s) => Some(s.parse().ok()?),
+                None => None,
+            },
+            decimals: mean.split_once('.').map_or(0, |(_, f)| f.len()),
+        })
+    }
+
     /// As the paper printed it, in this crate's table style: `2.6 ± 0.6`, `-1.3 ± 0.1`, `0.1`.
     pub fn text(&self) -> String {
         let d = self.decimals;
@@ -33,24 +51,6 @@ impl Published {
             Some(s) => format!("{:.d$} ± {s:.d$}", self.mean),
             None => format!("{:.d$}", self.mean),
         }
-    }
-}
-
-/// A [`Published`] with a std.
-const fn p(mean: f64, std: f64, decimals: usize) -> Published {
-    Published {
-        mean,
-        std: Some(std),
-        decimals,
-    }
-}
-
-/// A [`Published`] mean without a std.
-const fn p0(mean: f64, decimals: usize) -> Published {
-    Published {
-        mean,
-        std: None,
-        decimals,
     }
 }
 
@@ -66,77 +66,26 @@ pub enum UciMetric {
     Rmse,
 }
 
-/// docs/algorithms.md §9.1, NLL (standard splits): per data set, the methods of [`UCI_METHODS`].
-#[rustfmt::skip] // one row per line, as in the paper
-pub const UCI_STANDARD_NLL: [(UciDataset, [Published; 6]); 9] = [
-    (UciDataset::Boston, [p(2.6, 0.6, 1), p(7.7, 3.5, 1), p(2.8, 0.7, 1), p(2.6, 0.1, 1), p(3.0, 0.8, 1), p(2.2, 0.2, 1)]),
-    (UciDataset::Concrete, [p(3.4, 0.8, 1), p(3.4, 0.3, 1), p(4.3, 0.7, 1), p(3.2, 0.1, 1), p(3.9, 0.7, 1), p(2.7, 0.3, 1)]),
-    (UciDataset::Energy, [p(0.8, 0.7, 1), p(0.8, 0.2, 1), p(27.1, 6.7, 1), p(2.0, 0.0, 1), p(1.3, 0.6, 1), p(0.5, 1.5, 1)]),
-    (UciDataset::Kin8nm, [p(-1.3, 0.1, 1), p(-1.2, 0.0, 1), p(-0.1, 0.0, 1), p(-1.1, 0.0, 1), p(-0.5, 0.0, 1), p(-1.4, 0.0, 1)]),
-    (UciDataset::Naval, [p(-3.8, 0.4, 1), p(-0.6, 0.0, 1), p(-0.1, 0.0, 1), p(-3.4, 0.0, 1), p(-4.5, 0.1, 1), p(-3.2, 0.4, 1)]),
-    (UciDataset::Power, [p(2.9, 0.0, 1), p(2.9, 0.0, 1), p(2.9, 0.0, 1), p(3.0, 0.1, 1), p(2.8, 0.0, 1), p(2.6, 0.1, 1)]),
-    (UciDataset::Protein, [p(2.7, 0.0, 1), p(2.8, 0.0, 1), p(3.5, 0.0, 1), p(2.9, 0.0, 1), p(2.8, 0.0, 1), p(2.7, 0.0, 1)]),
-    (UciDataset::Wine, [p(1.0, 0.1, 1), p(1.0, 0.1, 1), p(1.1, 0.1, 1), p(1.0, 0.0, 1), p(1.1, 0.2, 1), p(27.0, 18.6, 1)]),
-    (UciDataset::Yacht, [p(0.7, 0.2, 1), p(1.9, 1.2, 1), p(0.9, 0.3, 1), p(1.4, 0.1, 1), p(2.2, 2.0, 1), p(-0.4, 0.2, 1)]),
-];
-/// docs/algorithms.md §9.1, RMSE (standard splits): per data set, the methods of [`UCI_METHODS`].
-#[rustfmt::skip] // one row per line, as in the paper
-pub const UCI_STANDARD_RMSE: [(UciDataset, [Published; 6]); 9] = [
-    (UciDataset::Boston, [p(2.9, 0.7, 1), p(4.1, 1.0, 1), p(3.1, 0.9, 1), p(4.2, 0.7, 1), p(3.0, 0.8, 1), p(3.6, 0.7, 1)]),
-    (UciDataset::Concrete, [p(4.8, 0.5, 1), p(5.1, 0.7, 1), p(5.0, 0.5, 1), p(6.8, 0.4, 1), p(4.7, 0.6, 1), p(4.7, 0.6, 1)]),
-    (UciDataset::Energy, [p(0.4, 0.1, 1), p(0.5, 0.1, 1), p(1.0, 0.1, 1), p(2.1, 0.1, 1), p(0.4, 0.1, 1), p(0.3, 0.1, 1)]),
-    (UciDataset::Kin8nm, [p0(0.1, 1), p0(0.1, 1), p0(0.1, 1), p0(0.1, 1), p0(0.1, 1), p0(0.1, 1)]),
-    (UciDataset::Naval, [p0(0.0, 1), p0(0.0, 1), p0(0.0, 1), p0(0.0, 1), p0(0.0, 1), p0(0.0, 1)]),
-    (UciDataset::Power, [p(4.2, 0.1, 1), p(4.2, 0.1, 1), p(4.2, 0.1, 1), p(5.3, 0.5, 1), p(4.2, 0.1, 1), p(3.6, 0.2, 1)]),
-    (UciDataset::Protein, [p(4.0, 0.1, 1), p(4.2, 0.2, 1), p(4.9, 0.0, 1), p(4.4, 0.0, 1), p(4.1, 0.1, 1), p(3.8, 0.0, 1)]),
-    (UciDataset::Wine, [p(0.7, 0.1, 1), p(0.6, 0.0, 1), p(0.6, 0.0, 1), p(0.7, 0.0, 1), p(0.6, 0.0, 1), p(1.0, 0.1, 1)]),
-    (UciDataset::Yacht, [p(0.6, 0.2, 1), p(0.7, 0.2, 1), p(0.6, 0.2, 1), p(1.2, 0.2, 1), p(0.8, 0.4, 1), p(0.7, 0.2, 1)]),
-];
-/// docs/algorithms.md §9.2, NLL (gap10 splits): per data set, the methods of [`UCI_METHODS`].
-#[rustfmt::skip] // one row per line, as in the paper
-pub const UCI_GAP10_NLL: [(UciDataset, [Published; 6]); 9] = [
-    (UciDataset::Boston, [p(5.6, 4.9, 1), p(7.6, 5.1, 1), p(4.1, 3.7, 1), p(2.8, 0.6, 1), p(5.2, 5.3, 1), p(2.4, 0.2, 1)]),
-    (UciDataset::Concrete, [p(5.1, 2.7, 1), p(8.4, 4.0, 1), p(8.6, 3.7, 1), p(3.5, 0.3, 1), p(8.6, 5.4, 1), p(3.2, 0.5, 1)]),
-    (UciDataset::Energy, [p(12.6, 19.1, 1), p(13.2, 14.3, 1), p(558.8, 803.8, 1), p(2.4, 0.5, 1), p(7.4, 10.5, 1), p(2.1, 3.0, 1)]),
-    (UciDataset::Kin8nm, [p(-0.5, 0.0, 1), p(-1.2, 0.1, 1), p(-0.1, 0.0, 1), p(-1.1, 0.1, 1), p(-1.1, 0.1, 1), p(-1.4, 0.1, 1)]),
-    (UciDataset::Naval, [p(-3.9, 0.5, 1), p(-0.6, 0.0, 1), p(-0.1, 0.0, 1), p(-3.4, 0.1, 1), p(-4.5, 0.0, 1), p(1094.6, 1690.9, 1)]),
-    (UciDataset::Power, [p(2.8, 0.0, 1), p(2.8, 0.0, 1), p(2.8, 0.0, 1), p(3.0, 0.0, 1), p(3.0, 0.1, 1), p(2.8, 0.2, 1)]),
-    (UciDataset::Protein, [p(2.9, 0.1, 1), p(3.0, 0.1, 1), p(3.1, 0.4, 1), p(3.0, 0.0, 1), p(2.9, 0.1, 1), p(2.8, 0.1, 1)]),
-    (UciDataset::Wine, [p(1.0, 0.1, 1), p(1.0, 0.1, 1), p(1.1, 0.1, 1), p(1.0, 0.0, 1), p(1.2, 0.2, 1), p(62.8, 53.5, 1)]),
-    (UciDataset::Yacht, [p(2.0, 1.0, 1), p(194.0, 109.1, 1), p(2.1, 1.2, 1), p(1.5, 0.1, 1), p(78.9, 46.5, 1), p(0.3, 0.5, 1)]),
-];
-/// docs/algorithms.md §9.2, RMSE (gap10 splits): per data set, the methods of [`UCI_METHODS`].
-#[rustfmt::skip] // one row per line, as in the paper
-pub const UCI_GAP10_RMSE: [(UciDataset, [Published; 6]); 9] = [
-    (UciDataset::Boston, [p(4.9, 1.8, 1), p(4.1, 1.8, 1), p(4.1, 1.8, 1), p(4.7, 1.7, 1), p(4.1, 2.0, 1), p(4.6, 1.4, 1)]),
-    (UciDataset::Concrete, [p(8.7, 3.3, 1), p(8.2, 2.0, 1), p(8.1, 1.9, 1), p(8.1, 1.5, 1), p(8.5, 3.0, 1), p(8.7, 3.1, 1)]),
-    (UciDataset::Energy, [p(1.3, 1.0, 1), p(1.5, 1.0, 1), p(3.1, 2.6, 1), p(2.9, 0.9, 1), p(1.5, 1.3, 1), p(0.9, 0.5, 1)]),
-    (UciDataset::Kin8nm, [p0(0.1, 1), p0(0.1, 1), p0(0.1, 1), p0(0.1, 1), p0(0.1, 1), p0(0.1, 1)]),
-    (UciDataset::Naval, [p0(0.0, 1), p0(0.0, 1), p0(0.0, 1), p0(0.0, 1), p0(0.0, 1), p(0.7, 0.7, 1)]),
-    (UciDataset::Power, [p(4.1, 0.1, 1), p(4.1, 0.1, 1), p(4.1, 0.1, 1), p(4.7, 0.2, 1), p(4.0, 0.2, 1), p(4.5, 1.3, 1)]),
-    (UciDataset::Protein, [p(4.4, 0.2, 1), p(4.5, 0.3, 1), p(4.8, 0.2, 1), p(4.7, 0.2, 1), p(4.5, 0.2, 1), p(4.3, 0.3, 1)]),
-    (UciDataset::Wine, [p(0.7, 0.1, 1), p(0.6, 0.0, 1), p(0.7, 0.0, 1), p(0.7, 0.0, 1), p(0.7, 0.1, 1), p(1.2, 0.2, 1)]),
-    (UciDataset::Yacht, [p(1.2, 0.6, 1), p(1.2, 0.5, 1), p(1.1, 0.5, 1), p(1.4, 0.2, 1), p(1.3, 0.6, 1), p(1.4, 0.9, 1)]),
-];
-/// docs/algorithms.md §9.3, 1 hidden layer: per method (the paper's row order), the metrics
-/// of [`MNIST_METRICS`] as printed (three decimals, leading zero dropped).
-#[rustfmt::skip] // one row per line, as in the paper
-pub const MNIST_ONE_LAYER: [(Method, [Published; 6]); 5] = [
-    (Method::Smi, [p(0.979, 0.001, 3), p(0.039, 0.003, 3), p(0.957, 0.003, 3), p(0.065, 0.005, 3), p(0.148, 0.012, 3), p(0.631, 0.047, 3)]),
-    (Method::Asvgd, [p(0.972, 0.002, 3), p(0.053, 0.004, 3), p(0.949, 0.003, 3), p(0.074, 0.005, 3), p(0.135, 0.007, 3), p(0.634, 0.024, 3)]),
-    (Method::Map, [p(0.973, 0.001, 3), p(0.050, 0.002, 3), p(0.952, 0.001, 3), p(0.068, 0.000, 3), p(0.133, 0.000, 3), p(0.574, 0.000, 3)]),
-    (Method::Ovi, [p(0.921, 0.006, 3), p(0.158, 0.012, 3), p(0.908, 0.006, 3), p(0.106, 0.007, 3), p(0.085, 0.010, 3), p(0.630, 0.136, 3)]),
-    (Method::Svgd, [p(0.972, 0.003, 3), p(0.054, 0.006, 3), p(0.949, 0.004, 3), p(0.074, 0.007, 3), p(0.139, 0.014, 3), p(0.653, 0.048, 3)]),
-];
-/// docs/algorithms.md §9.3, 2 hidden layers: as [`MNIST_ONE_LAYER`].
-#[rustfmt::skip] // one row per line, as in the paper
-pub const MNIST_TWO_LAYERS: [(Method, [Published; 6]); 5] = [
-    (Method::Smi, [p(0.979, 0.002, 3), p(0.042, 0.005, 3), p(0.956, 0.002, 3), p(0.067, 0.003, 3), p(0.150, 0.014, 3), p(0.653, 0.057, 3)]),
-    (Method::Asvgd, [p(0.956, 0.004, 3), p(0.104, 0.011, 3), p(0.936, 0.004, 3), p(0.083, 0.003, 3), p(0.132, 0.011, 3), p(0.651, 0.075, 3)]),
-    (Method::Map, [p(0.976, 0.001, 3), p(0.044, 0.003, 3), p(0.955, 0.001, 3), p(0.066, 0.000, 3), p(0.126, 0.000, 3), p(0.614, 0.000, 3)]),
-    (Method::Ovi, [p(0.913, 0.005, 3), p(0.182, 0.012, 3), p(0.899, 0.005, 3), p(0.116, 0.005, 3), p(0.084, 0.009, 3), p(0.652, 0.133, 3)]),
-    (Method::Svgd, [p(0.960, 0.004, 3), p(0.091, 0.011, 3), p(0.940, 0.002, 3), p(0.081, 0.004, 3), p(0.135, 0.013, 3), p(0.649, 0.044, 3)]),
-];
+/// docs/algorithms.md §9.1 and §9.2, one row per splits × metric × data set, a column per
+/// method of [`UCI_METHODS`].
+const UCI_CSV: &str = include_str!("../data/paper_uci.csv");
+/// docs/algorithms.md §9.3, one row per hidden layers × method, a column per metric of
+/// [`MNIST_METRICS`].
+const MNIST_CSV: &str = include_str!("../data/paper_mnist.csv");
+
+/// The cell in the column named `column` of the row of the shipped table `csv` whose first
+/// cells are `key`; `None` where the table has no such row or column (or, a defect of the
+/// shipped file that a test rules out, the cell does not parse).
+fn cell(csv: &str, key: &[&str], column: &str) -> Option<Published> {
+    let mut rows = csv
+        .lines()
+        .filter(|l| !l.starts_with('#'))
+        .map(|l| l.split(',').map(str::trim).collect::<Vec<_>>());
+    let header = rows.next()?;
+    let col = header.iter().position(|h| *h == column)?;
+    rows.find(|r| r.len() == header.len() && r.starts_with(key))
+        .and_then(|r| Published::parse(r[col]))
+}
 
 /// The paper's number for `dataset` × `method` of `metric` on `kind` splits
 /// (docs/algorithms.md §9.1, §9.2); `None` for a method outside [`UCI_METHODS`].
@@ -146,15 +95,12 @@ pub fn uci(
     dataset: UciDataset,
     method: Method,
 ) -> Option<Published> {
-    let table = match (kind, metric) {
-        (SplitKind::Standard, UciMetric::Nll) => &UCI_STANDARD_NLL,
-        (SplitKind::Standard, UciMetric::Rmse) => &UCI_STANDARD_RMSE,
-        (SplitKind::Gap10, UciMetric::Nll) => &UCI_GAP10_NLL,
-        (SplitKind::Gap10, UciMetric::Rmse) => &UCI_GAP10_RMSE,
+    let metric = match metric {
+        UciMetric::Nll => "nll",
+        UciMetric::Rmse => "rmse",
     };
-    let col = UCI_METHODS.iter().position(|&m| m == method)?;
-    let (_, row) = table.iter().find(|(d, _)| *d == dataset)?;
-    row.get(col).copied()
+    let key = [kind.name(), metric, dataset.short_name()];
+    cell(UCI_CSV, &key, method.name())
 }
 
 /// The MNIST tables' columns: the record's metric key (`metrics.<key>`, the paper's metrics),
@@ -165,14 +111,10 @@ pub const MNIST_METRICS: [&str; 6] = ["conf", "nll", "acc", "brier", "ece", "mce
 /// key `metric` (one of [`MNIST_METRICS`]) (docs/algorithms.md §9.3); `None` for other depths,
 /// NUTS or another key.
 pub fn mnist(layers: u64, method: Method, metric: &str) -> Option<Published> {
-    let table = match layers {
-        1 => &MNIST_ONE_LAYER,
-        2 => &MNIST_TWO_LAYERS,
-        _ => return None,
-    };
-    let col = MNIST_METRICS.iter().position(|&k| k == metric)?;
-    let (_, row) = table.iter().find(|(m, _)| *m == method)?;
-    row.get(col).copied()
+    if !MNIST_METRICS.contains(&metric) {
+        return None;
+    }
+    cell(MNIST_CSV, &[&layers.to_string(), method.name()], metric)
 }
 
 /// A published recovery point (docs/algorithms.md §9.4).
@@ -249,7 +191,7 @@ mod tests {
     }
 
     #[test]
-    fn the_constants_are_the_documents_tables() {
+    fn the_data_files_are_the_documents_tables() {
         for (section, kind) in [
             ("### 9.1", SplitKind::Standard),
             ("### 9.2", SplitKind::Gap10),
