@@ -8,7 +8,7 @@ use rand_distr::{Distribution, StandardNormal};
 use std::sync::Arc;
 
 use crate::mlp::softmax::{categorical_log_lik, exp_in_place};
-use crate::mlp::{check_finite_rows, Activation, Head, Mlp, MlpFloat, Precision};
+use crate::mlp::{Activation, Head, Mlp, MlpFloat, Precision};
 use smi::Batch;
 use smi::Layout;
 use smi::LogDensity;
@@ -75,24 +75,7 @@ impl BnnClassifier {
                 format!("a classifier needs at least 2 outputs (classes), got {c}"),
             ));
         }
-        if x.cols() != mlp.input_dim() {
-            return Err(Error::shape(
-                "BnnClassifier inputs x (columns)",
-                mlp.input_dim(),
-                x.cols(),
-            ));
-        }
-        if labels.len() != x.rows() {
-            return Err(Error::shape(
-                "BnnClassifier labels (one per row of x)",
-                x.rows(),
-                labels.len(),
-            ));
-        }
-        if x.rows() == 0 {
-            return Err(Error::Data("BnnClassifier: the data set is empty".into()));
-        }
-        check_finite_rows(&x, "BnnClassifier inputs x")?;
+        crate::bnn_shared::check_data("BnnClassifier", &mlp, &x, ("labels", labels.len()))?;
         if let Some(i) = labels.iter().position(|&l| l >= c) {
             return Err(Error::Data(format!(
                 "BnnClassifier labels: row {i} has label {} but there are {c} classes",
@@ -128,50 +111,11 @@ impl BnnClassifier {
         BnnClassifier::new(mlp, x, labels)
     }
 
-    /// Sets the standard deviation s of the N(0, s²) prior on every weight and bias (default 1).
-    ///
-    /// # Errors
-    /// [`Error::InvalidSettings`] unless `scale` is positive and finite.
-    pub fn with_prior_scale(mut self, scale: f64) -> Result<Self> {
-        if !(scale > 0.0 && scale.is_finite()) {
-            return Err(Error::invalid(
-                "prior_scale",
-                format!("must be positive and finite, got {scale}"),
-            ));
-        }
-        self.prior_scale = scale;
-        Ok(self)
-    }
-
-    /// Sets the arithmetic of the network (default [`Precision::F32`]).
-    pub fn with_precision(mut self, precision: Precision) -> Self {
-        self.precision = precision;
-        self
-    }
-
-    /// The network.
-    pub fn mlp(&self) -> &Mlp {
-        &self.mlp
-    }
+    crate::bnn_shared::common_methods!();
 
     /// C, the number of classes.
     pub fn num_classes(&self) -> usize {
         self.mlp.output_dim()
-    }
-
-    /// The prior standard deviation of the weights.
-    pub fn prior_scale(&self) -> f64 {
-        self.prior_scale
-    }
-
-    /// The arithmetic of the network.
-    pub fn precision(&self) -> Precision {
-        self.precision
-    }
-
-    /// The inputs (N × in).
-    pub fn x(&self) -> &Matrix {
-        &self.x
     }
 
     /// The labels (N).

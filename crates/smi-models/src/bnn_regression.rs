@@ -10,7 +10,7 @@ use serde::{Deserialize, Serialize};
 use statrs::function::gamma::ln_gamma;
 use std::sync::Arc;
 
-use crate::mlp::{check_finite_rows, Activation, Head, Mlp, MlpFloat, Precision, LN_SQRT_2PI};
+use crate::mlp::{Activation, Head, Mlp, MlpFloat, Precision, LN_SQRT_2PI};
 use smi::Batch;
 use smi::Layout;
 use smi::LogDensity;
@@ -159,24 +159,7 @@ impl BnnRegression {
                 mlp.output_dim(),
             ));
         }
-        if x.cols() != mlp.input_dim() {
-            return Err(Error::shape(
-                "BnnRegression inputs x (columns)",
-                mlp.input_dim(),
-                x.cols(),
-            ));
-        }
-        if y.len() != x.rows() {
-            return Err(Error::shape(
-                "BnnRegression targets y (one per row of x)",
-                x.rows(),
-                y.len(),
-            ));
-        }
-        if x.rows() == 0 {
-            return Err(Error::Data("BnnRegression: the data set is empty".into()));
-        }
-        check_finite_rows(&x, "BnnRegression inputs x")?;
+        crate::bnn_shared::check_data("BnnRegression", &mlp, &x, ("targets y", y.len()))?;
         if let Some(i) = y.iter().position(|v| !v.is_finite()) {
             return Err(Error::Data(format!(
                 "BnnRegression targets y: row {i} is {} (must be finite)",
@@ -214,50 +197,11 @@ impl BnnRegression {
         BnnRegression::new(mlp, x, y, Noise::uci())
     }
 
-    /// Sets the standard deviation s of the N(0, s²) prior on every weight and bias (default 1).
-    ///
-    /// # Errors
-    /// [`Error::InvalidSettings`] unless `scale` is positive and finite.
-    pub fn with_prior_scale(mut self, scale: f64) -> Result<Self> {
-        if !(scale > 0.0 && scale.is_finite()) {
-            return Err(Error::invalid(
-                "prior_scale",
-                format!("must be positive and finite, got {scale}"),
-            ));
-        }
-        self.prior_scale = scale;
-        Ok(self)
-    }
-
-    /// Sets the arithmetic of the network (default [`Precision::F32`]).
-    pub fn with_precision(mut self, precision: Precision) -> Self {
-        self.precision = precision;
-        self
-    }
-
-    /// The network.
-    pub fn mlp(&self) -> &Mlp {
-        &self.mlp
-    }
+    crate::bnn_shared::common_methods!();
 
     /// The noise model.
     pub fn noise(&self) -> Noise {
         self.noise
-    }
-
-    /// The prior standard deviation of the weights.
-    pub fn prior_scale(&self) -> f64 {
-        self.prior_scale
-    }
-
-    /// The arithmetic of the network.
-    pub fn precision(&self) -> Precision {
-        self.precision
-    }
-
-    /// The inputs (N × in).
-    pub fn x(&self) -> &Matrix {
-        &self.x
     }
 
     /// The targets (N).

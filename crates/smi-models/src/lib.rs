@@ -20,6 +20,7 @@
 
 mod bnn_classifier;
 mod bnn_regression;
+mod bnn_shared;
 pub mod cuda;
 mod mlp;
 
