@@ -38,9 +38,9 @@ use smi::metrics::{
 };
 use smi::metrics::{not_worse_than_best, Better, MeanStd, PAPER_ALPHA};
 use smi::{
-    AttractionNorm, Engine, EpochEnd, Epochs, Init, LogDensity, Matrix, Method, MethodSettings,
-    Mixture, NumpyroDefect, Observer, OptimizerSettings, Progress, RowSource, RunSettings,
-    Schedule, State,
+    AttractionNorm, Engine, EpochEnd, Epochs, GuideSettings, Init, LogDensity, Matrix, Method,
+    MethodSettings, Mixture, NumpyroDefect, Observer, OptimizerSettings, Progress, RowSource,
+    RunSettings, Schedule, State,
 };
 use smi_data::Mnist;
 use smi_models::BnnClassifier;
@@ -62,6 +62,8 @@ pub const BATCH_SIZE: usize = 128;
 pub const PARTICLES: usize = 5;
 /// SMI's ELBO draws per particle and step (S).
 pub const SMI_ELBO_DRAWS: usize = 55;
+/// The initial scale σ₀ of SMI's Normal guides.
+pub const SMI_INIT_SCALE: f64 = 0.1;
 /// Adam learning rate of OVI and MAP.
 pub const ADAM_LR: f64 = 1e-3;
 /// The paper's seed.
@@ -118,6 +120,15 @@ pub struct Args {
     /// other than the default enters SMI's training key and its file names (`-tau=T`).
     #[arg(long, value_name = "TAU")]
     pub loss_temperature: Option<f64>,
+    /// SMI's initial guide scale σ₀, for an ablation [default: 0.1]. A value other than the
+    /// default enters SMI's training key and its file names (`-scale0=S`).
+    #[arg(long, value_name = "SCALE")]
+    pub init_scale: Option<f64>,
+    /// SMI's Adagrad learning rate, for an ablation [default: 0.7 for 1 hidden layer, 0.8 for
+    /// 2]. A value other than the default enters SMI's training key and its file names
+    /// (`-lr=LR`); SVGD and ASVGD keep the paper's rate.
+    #[arg(long, value_name = "LR")]
+    pub lr: Option<f64>,
     /// Cut every epoch after this many steps (a full epoch is ⌊N/128⌋ = 468 steps); for timing
     /// runs that extrapolate to full epochs.
     #[arg(long)]
@@ -222,6 +233,10 @@ struct Plan {
     particles: usize,
     /// SMI's likelihood temperature τ (1: the paper's).
     loss_temperature: f64,
+    /// SMI's initial guide scale σ₀ ([`SMI_INIT_SCALE`]: the paper's).
+    init_scale: f64,
+    /// SMI's Adagrad rate (`None`: the paper's, [`adagrad_lr`]).
+    lr: Option<f64>,
     max_steps_per_epoch: Option<u64>,
     train_size: Option<usize>,
     test_size: Option<usize>,
@@ -271,6 +286,17 @@ impl Plan {
         if !(loss_temperature > 0.0 && loss_temperature.is_finite()) {
             bail!("--loss-temperature {loss_temperature}: τ must be positive and finite");
         }
+        let init_scale = args.init_scale.unwrap_or(SMI_INIT_SCALE);
+        if !(init_scale > 0.0 && init_scale.is_finite()) {
+            bail!(
+                "--init-scale {init_scale}: the guide's initial scale must be positive and finite"
+            );
+        }
+        if let Some(lr) = args.lr {
+            if !(lr > 0.0 && lr.is_finite()) {
+                bail!("--lr {lr}: the learning rate must be positive and finite");
+            }
+        }
         if args.max_steps_per_epoch == Some(0) {
             bail!("--max-steps-per-epoch must be at least 1");
         }
@@ -299,6 +325,8 @@ impl Plan {
             elbo_draws,
             particles,
             loss_temperature,
+            init_scale,
+            lr: args.lr,
             max_steps_per_epoch: args.max_steps_per_epoch,
             train_size,
             test_size,
@@ -343,17 +371,17 @@ impl Plan {
     fn train_key(&self, layers: usize, method: Method, n: usize) -> String {
         let spe = self.steps_per_epoch(n);
         let opt = match method {
-            Method::Smi | Method::Svgd | Method::Asvgd => {
-                format!("adagrad({})", adagrad_lr(layers))
-            }
+            Method::Smi => format!("adagrad({})", self.smi_lr(layers)),
+            Method::Svgd | Method::Asvgd => format!("adagrad({})", adagrad_lr(layers)),
             // (MNIST has no NUTS run: `parse_methods` and `run_unit` refuse it.)
             Method::Ovi | Method::Map | Method::Nuts => format!("adam({ADAM_LR})"),
         };
         let guide = match method {
             Method::Smi => format!(
-                "m={} S={} normal(init=uniform(2),scale=0.1){}{}{}{}",
+                "m={} S={} normal(init=uniform(2),scale={}){}{}{}{}",
                 self.particles,
                 self.elbo_draws,
+                self.init_scale,
                 self.tau_suffix(" "),
                 attraction_suffix(self.attraction, " "),
                 defect_suffix(self.defect, " "),
@@ -391,8 +419,14 @@ impl Plan {
         } else {
             format!("-m={}", self.particles)
         };
+        let scale = if self.init_scale == SMI_INIT_SCALE {
+            String::new()
+        } else {
+            format!("-scale0={}", self.init_scale)
+        };
+        let lr = self.lr.map_or(String::new(), |lr| format!("-lr={lr}"));
         format!(
-            "{m}{}{}{}{}",
+            "{m}{scale}{lr}{}{}{}{}",
             self.tau_suffix("-"),
             attraction_suffix(self.attraction, "-"),
             defect_suffix(self.defect, "-"),
@@ -401,6 +435,11 @@ impl Plan {
                 Device::Cuda(_) => "-device=cuda",
             }
         )
+    }
+
+    /// SMI's Adagrad rate for a network of `layers` hidden layers.
+    fn smi_lr(&self, layers: usize) -> f64 {
+        self.lr.unwrap_or_else(|| adagrad_lr(layers))
     }
 
     /// `{sep}tau=τ` for SMI's likelihood temperature other than 1, else nothing.
@@ -709,7 +748,10 @@ fn run_unit(
             .with_elbo_draws(plan.elbo_draws)
             .with_init(Init::Uniform { radius: 2.0 })
             .with_particles(plan.particles)
-            .with_optimizer(OptimizerSettings::adagrad(lr)),
+            .with_guide(GuideSettings::Normal {
+                init_scale: plan.init_scale,
+            })
+            .with_optimizer(OptimizerSettings::adagrad(plan.smi_lr(layers))),
         Method::Svgd | Method::Asvgd => method
             .preset(total.max(10))
             .with_particles(PARTICLES)

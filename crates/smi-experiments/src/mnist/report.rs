@@ -223,7 +223,8 @@ pub fn report(out: &Path) -> Result<()> {
         md.push_str(&variant_section(
             "Variants of the paper's settings",
             "Runs of `smi reproduce mnist` with `--attraction numpyro` (docs/algorithms.md \
-             §2.8), `--particles`, `--loss-temperature` or `--device cuda`, without a defect",
+             §2.8), `--particles`, `--init-scale`, `--lr`, `--loss-temperature` or `--device \
+             cuda`, without a defect",
             &variants,
         ));
     }
@@ -318,9 +319,21 @@ fn variant_section(title: &str, intro: &str, runs: &[&Map<String, Value>]) -> St
 }
 
 /// Whether a record's config is a variant of the paper's settings: NumPyro's attraction
-/// normalisation, SMI with other than the paper's 5 particles (`m=M S=`) or with a likelihood
-/// temperature (`tau=`), or a GPU run.
+/// normalisation, SMI with other than the paper's 5 particles (`m=M S=`), initial guide scale
+/// (`scale=`) or Adagrad rate (`adagrad(LR)` other than [`super::adagrad_lr`] of the config's
+/// `layers=`), or with a likelihood temperature (`tau=`), or a GPU run.
 pub(super) fn is_variant(config: &str) -> bool {
+    let value = |prefix: &str, suffix: &str| -> Option<f64> {
+        config
+            .split(' ')
+            .find_map(|t| t.strip_prefix(prefix)?.strip_suffix(suffix)?.parse().ok())
+    };
+    let scale = value("normal(init=uniform(2),scale=", ")");
+    let lr = value("adagrad(", ")");
+    let layers = value("layers=", "").map(|l| l as usize);
+    let other_lr = lr
+        .zip(layers)
+        .is_some_and(|(lr, l)| lr != super::adagrad_lr(l));
     let smi_particles = config
         .split(' ')
         .zip(config.split(' ').skip(1))
@@ -334,4 +347,6 @@ pub(super) fn is_variant(config: &str) -> bool {
         || config.contains("tau=")
         || config.contains("device=")
         || smi_particles.is_some_and(|m| m != super::PARTICLES)
+        || scale.is_some_and(|s| s != super::SMI_INIT_SCALE)
+        || other_lr
 }

@@ -28,6 +28,8 @@ fn steps_per_epoch_drop_the_remainder() {
         elbo_draws: None,
         particles: None,
         loss_temperature: None,
+        init_scale: None,
+        lr: None,
         max_steps_per_epoch: None,
         train_size: None,
         test_size: None,
@@ -109,6 +111,39 @@ fn steps_per_epoch_drop_the_remainder() {
         ..args.clone()
     })
     .unwrap();
+    // SMI's initial scale and rate enter its key and file names, not SVGD's
+    let scaled = Plan::new(&Args {
+        init_scale: Some(0.01),
+        ..args.clone()
+    })
+    .unwrap();
+    let slow = Plan::new(&Args {
+        lr: Some(0.35),
+        ..args.clone()
+    })
+    .unwrap();
+    assert!(scaled
+        .train_key(1, Method::Smi, 60_000)
+        .contains("normal(init=uniform(2),scale=0.01)"));
+    assert!(slow
+        .train_key(1, Method::Smi, 60_000)
+        .contains("adagrad(0.35)"));
+    assert!(slow
+        .train_key(1, Method::Svgd, 60_000)
+        .contains("adagrad(0.7)"));
+    assert_eq!(scaled.file_tag(Method::Smi), "-scale0=0.01");
+    assert_eq!(slow.file_tag(Method::Smi), "-lr=0.35");
+    assert_eq!(slow.file_tag(Method::Svgd), "");
+    assert!(Plan::new(&Args {
+        init_scale: Some(0.0),
+        ..args.clone()
+    })
+    .is_err());
+    assert!(Plan::new(&Args {
+        lr: Some(f64::NAN),
+        ..args.clone()
+    })
+    .is_err());
     // so is the double-transform switch, named in the key
     let twice = Plan::new(&Args {
         defect: Some(smi::NumpyroDefect::DoubleTransform),
@@ -283,6 +318,14 @@ fn variants_of_the_paper_settings_are_recognised() {
         &paper.replace(" seed=142", " device=cuda seed=142")
     ));
     assert!(is_variant(&paper.replace(" seed=142", " tau=10 seed=142")));
+    assert!(is_variant(&paper.replace("scale=0.1)", "scale=0.01)")));
+    assert!(is_variant(&paper.replace("adagrad(0.7)", "adagrad(0.35)")));
+    // the paper's rate of two layers is not a variant there
+    assert!(!is_variant(
+        &paper
+            .replace("layers=1", "layers=2")
+            .replace("adagrad(0.7)", "adagrad(0.8)")
+    ));
     // SVGD's m is not SMI's
     assert!(!is_variant("m=5 delta(init=median15) seed=142"));
 }
