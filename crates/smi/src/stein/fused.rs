@@ -25,7 +25,7 @@ use std::ops::Range;
 use rayon::prelude::*;
 
 use crate::error::{Error, Result};
-use crate::guide::mixture::MixtureCoeffs;
+use crate::guide::mixture::{MixtureCoeffs, PullbackSums};
 use crate::guide::normal;
 use crate::matrix::{try_resize, Matrix};
 use crate::model::LogDensity;
@@ -278,33 +278,22 @@ pub(crate) fn elbo_gradients_normal<M: LogDensity + ?Sized>(
                 model.log_density_and_grad(t, &sub_batch, &mut lp[r0..r1], g)?;
                 r0 = r1;
             }
+            let sums = PullbackSums {
+                grad: &bufs.grad[..all],
+                tau,
+                logq: lq,
+                dloc,
+                drho,
+                fresh: true,
+            };
             if key.is_some() {
-                coeffs.rows_pullback_drawn(
-                    loc,
-                    sig,
-                    &bufs.eps32[..all],
-                    &bufs.grad[..all],
-                    tau,
-                    lq,
-                    dloc,
-                    drho,
-                    true,
-                );
+                coeffs.rows_pullback_drawn(loc, sig, &bufs.eps32[..all], sums);
             } else {
                 let e: &[f64] = match noise {
                     Noise::Given(eps) => &eps[first * d..first * d + all],
                     Noise::Key(_) => &bufs.eps[..all],
                 };
-                coeffs.rows_pullback(
-                    &bufs.theta[..all],
-                    e,
-                    &bufs.grad[..all],
-                    tau,
-                    lq,
-                    dloc,
-                    drho,
-                    true,
-                );
+                coeffs.rows_pullback(&bufs.theta[..all], e, sums);
             }
             BLOCK_SCRATCH.with(|c| {
                 let mut kept = c.borrow_mut();

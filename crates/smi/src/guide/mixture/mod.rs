@@ -31,6 +31,26 @@ const COEFF_PAR_ROW_MIN: usize = 1 << 12;
 /// blocked kernel).
 const SMALL_D: usize = 1024;
 
+/// The inputs and sums of [`MixtureCoeffs::rows_pullback`] besides the draws: ∇log p of the
+/// n draws (`grad`, n×d) and its factor `tau`; the draws' log q_mix into `logq` (n); the loc
+/// and ρ sums into `dloc` and `drho` (d each). With `fresh`, `dloc` and `drho` hold nothing on
+/// entry (any values) and receive the sums alone, as if they had been zeros.
+#[derive(Debug)]
+pub(crate) struct PullbackSums<'a> {
+    /// ∇log p of the draws (n×d).
+    pub grad: &'a [f64],
+    /// τ, the factor on `grad`.
+    pub tau: f64,
+    /// log q_mix of the draws (n), written.
+    pub logq: &'a mut [f64],
+    /// Σ δ, added to (or, `fresh`, written).
+    pub dloc: &'a mut [f64],
+    /// Σ δ ⊙ ε, added to (or, `fresh`, written).
+    pub drho: &'a mut [f64],
+    /// The sums hold nothing yet.
+    pub fresh: bool,
+}
+
 /// The per-particle coefficients of the mixture's expanded square: h_j = 1/(2σ_j²),
 /// b_j = μ_j/σ_j² (m rows each, of d values and zeros up to the row stride, a multiple of
 /// [`LANES`]) and c_j (m), computed once per step (kept between steps by the fused step's
@@ -167,27 +187,15 @@ impl MixtureCoeffs {
         }
     }
 
-    /// log q_mix (`logq`, n) of the n draws `theta` (n×d) and their directions
+    /// log q_mix (`s.logq`, n) of the n draws `theta` (n×d) and their directions
     /// δ_r = τ·`grad`_r − ∇log q_mix(θ_r) pulled back without storing ∇log q_mix: adds
-    /// Σ_r δ_r to `dloc` and Σ_r δ_r ⊙ `eps`_r to `drho` (length d each; `grad` and `eps` n×d),
-    /// each column's rows in order. The same values as [`MixtureCoeffs::rows`] followed by
-    /// [`super::normal::accumulate_directions`] over all d columns, bit for bit. With `fresh`,
-    /// `dloc` and `drho` hold nothing on entry (any values) and receive the sums alone, as if
-    /// they had been zeros.
-    #[allow(clippy::too_many_arguments)]
-    pub(crate) fn rows_pullback(
-        &self,
-        theta: &[f64],
-        eps: &[f64],
-        grad: &[f64],
-        tau: f64,
-        logq: &mut [f64],
-        dloc: &mut [f64],
-        drho: &mut [f64],
-        fresh: bool,
-    ) {
+    /// Σ_r δ_r to `s.dloc` and Σ_r δ_r ⊙ `eps`_r to `s.drho` (length d each; `grad` and `eps`
+    /// n×d), each column's rows in order. The same values as [`MixtureCoeffs::rows`] followed
+    /// by [`super::normal::accumulate_directions`] over all d columns, bit for bit.
+    pub(crate) fn rows_pullback(&self, theta: &[f64], eps: &[f64], s: PullbackSums) {
+        let (grad, tau, logq, dloc, drho) = (s.grad, s.tau, s.logq, s.dloc, s.drho);
         let w = self.responsibilities(Rows::Theta(theta), logq);
-        let fresh = self.start_sums(fresh, logq.len(), dloc, drho);
+        let fresh = self.start_sums(s.fresh, logq.len(), dloc, drho);
         if let Some(p) = self.products() {
             p.pullback(theta, &w, eps, grad, tau, dloc, drho);
             return;
@@ -214,27 +222,22 @@ impl MixtureCoeffs {
     /// as θ formed by [`super::normal::draw_row`] from the widened ε and passed with it, but θ
     /// is formed block by block where the passes read it and never stored (d below
     /// [`SMALL_D`]: formed and stored first).
-    #[allow(clippy::too_many_arguments)]
     pub(crate) fn rows_pullback_drawn(
         &self,
         loc: &[f64],
         sigma: &[f64],
         eps: &[f32],
-        grad: &[f64],
-        tau: f64,
-        logq: &mut [f64],
-        dloc: &mut [f64],
-        drho: &mut [f64],
-        fresh: bool,
+        s: PullbackSums,
     ) {
         if !self.is_blocked() {
             let (theta, e) = drawn(self.d, loc, sigma, eps);
-            self.rows_pullback(&theta, &e, grad, tau, logq, dloc, drho, fresh);
+            self.rows_pullback(&theta, &e, s);
             return;
         }
         let rows = Rows::Drawn { loc, sigma, eps };
-        let w = self.responsibilities(rows, logq);
-        let fresh = self.start_sums(fresh, logq.len(), dloc, drho);
+        let w = self.responsibilities(rows, s.logq);
+        let (grad, tau, dloc, drho) = (s.grad, s.tau, s.dloc, s.drho);
+        let fresh = self.start_sums(s.fresh, s.logq.len(), dloc, drho);
         let mut sink = Sink::Pullback {
             eps: Eps::F32(eps),
             grad,
@@ -517,12 +520,28 @@ mod tests {
         super::super::normal::accumulate_directions(d, &dirs, out);
         let mut lq2 = vec![0.0; n];
         let (mut got_l, mut got_r) = (vec![0.5; d], vec![-0.25; d]);
-        k.rows_pullback(
-            &theta, &eps, &grad, tau, &mut lq2, &mut got_l, &mut got_r, false,
-        );
+        let out = (&mut lq2[..], &mut got_l[..], &mut got_r[..]);
+        k.rows_pullback(&theta, &eps, sums(&grad, tau, out, false));
         assert_eq!(lq, lq2);
         assert_eq!(got_l, want_l);
         assert_eq!(got_r, want_r);
+    }
+
+    /// The pull-back's sums `(logq, dloc, drho)` for ∇log p `grad` at factor `tau`.
+    fn sums<'a>(
+        grad: &'a [f64],
+        tau: f64,
+        (logq, dloc, drho): (&'a mut [f64], &'a mut [f64], &'a mut [f64]),
+        fresh: bool,
+    ) -> PullbackSums<'a> {
+        PullbackSums {
+            grad,
+            tau,
+            logq,
+            dloc,
+            drho,
+            fresh,
+        }
     }
 
     /// m particles (m×2d: loc, then ρ) for the drawn-rows tests.
@@ -551,13 +570,16 @@ mod tests {
             let grad: Vec<f64> = (0..n * d).map(|v| (v as f64 * 0.3).cos() * 2.0).collect();
             let (theta, eps) = drawn(d, loc, &sigma, &eps32);
             let stored = |lq: &mut [f64], l: &mut [f64], r: &mut [f64], fresh: bool| {
-                k.rows_pullback(&theta, &eps, &grad, tau, lq, l, r, fresh);
+                k.rows_pullback(&theta, &eps, sums(&grad, tau, (lq, l, r), fresh));
             };
             let (mut lq, mut want_l, mut want_r) = (vec![0.0; n], vec![0.5; d], vec![-0.25; d]);
             stored(&mut lq, &mut want_l, &mut want_r, false);
             let (mut lq2, mut got_l, mut got_r) = (vec![0.0; n], vec![0.5; d], vec![-0.25; d]);
             k.rows_pullback_drawn(
-                loc, &sigma, &eps32, &grad, tau, &mut lq2, &mut got_l, &mut got_r, false,
+                loc,
+                &sigma,
+                &eps32,
+                sums(&grad, tau, (&mut lq2, &mut got_l, &mut got_r), false),
             );
             let bits = |v: &[f64]| v.iter().map(|x| x.to_bits()).collect::<Vec<_>>();
             assert_eq!(bits(&lq2), bits(&lq), "d = {d}");
@@ -579,7 +601,10 @@ mod tests {
                     stored(&mut lq, &mut l, &mut r, true);
                 } else {
                     k.rows_pullback_drawn(
-                        loc, &sigma, &eps32, &grad, tau, &mut lq, &mut l, &mut r, true,
+                        loc,
+                        &sigma,
+                        &eps32,
+                        sums(&grad, tau, (&mut lq, &mut l, &mut r), true),
                     );
                 }
                 assert!(same(&l, &zero_l) && same(&r, &zero_r), "d = {d}, n = {n}");
