@@ -1,15 +1,13 @@
 //! A variational fit that saves its engine state every so many steps and, when run again after
 //! an interruption, continues from the last save: the wave and recovery experiments' fits and
-//! the UCI units ([`crate::uci`]).
+//! the UCI units ([`crate::uci`]). The files are the core's [`smi::FileCheckpoint`].
 //!
 //! The state (`<file>.json`: particles, optimizer moments, RNG, step counter; the engine's
-//! [`smi::State`]) and a small sidecar (`<file>.progress.json`: the step, wall and CPU seconds
-//! at the save) live in `<out>/checkpoints/` and are removed when the fit ends. A state is
-//! resumed only when the engine accepts it ([`smi::Engine::load_state`]: same model and
-//! settings, seed included), so the continued fit runs the very steps an uninterrupted one
-//! would and gives the same bits. Anything else (another configuration, a torn file) is
-//! reported and the fit starts afresh. The seconds of the pieces add up; a sidecar that does
-//! not match the state's step (an interruption between the two writes) adds nothing.
+//! [`smi::State`]) and its sidecar (`<file>.progress.json`: the step, wall and CPU seconds at
+//! the save) live in `<out>/checkpoints/` and are removed when the fit ends. A state the engine
+//! refuses (another configuration, a torn file) is reported and the fit starts afresh. The
+//! seconds of the pieces add up; a sidecar that does not match the state's step (an
+//! interruption between the two writes) adds nothing.
 //!
 //! These states can be large (an SVGD fit at m = 256 of the moderate wave net: ≈ 8 million
 //! numbers) and stay on the machine (git-ignored): they bridge an interruption there, not a move
@@ -18,10 +16,7 @@
 use std::path::{Path, PathBuf};
 
 use anyhow::{Context, Result};
-use serde_json::{json, Value};
-use smi::{Engine, MethodSettings, Observer, Progress, RunSettings, State, Termination};
-
-use crate::cpu_time::CpuClock;
+use smi::{Engine, FileCheckpoint, MethodSettings, Observer, RunSettings, State, Termination};
 
 /// Where a fit keeps its state and how often it saves it.
 #[derive(Clone, Debug, PartialEq)]
@@ -53,122 +48,16 @@ impl FitCheckpoint {
         FitCheckpoint { every, ..self }
     }
 
-    fn sidecar(&self) -> PathBuf {
-        self.path.with_extension("progress.json")
+    /// The core's checkpoint in these files, its clock at zero.
+    fn files(&self) -> FileCheckpoint {
+        FileCheckpoint::new(&self.path)
     }
 
     /// The step of the saved state as its sidecar gives it, for listings (`None` when there is
     /// no state or no readable sidecar). The state itself is not read: whether a fit resumes
     /// it is decided when the fit starts ([`fit`]).
     pub fn saved_step(&self) -> Option<u64> {
-        if !self.path.is_file() {
-            return None;
-        }
-        let bytes = std::fs::read(self.sidecar()).ok()?;
-        let v: Value = serde_json::from_slice(&bytes).ok()?;
-        v.get("step").and_then(Value::as_u64)
-    }
-
-    /// Removes the state and its sidecar (a finished fit needs neither).
-    fn remove(&self) {
-        for p in [&self.path, &self.sidecar()] {
-            // Best effort: a file left behind is refused by the next fit's fingerprint check
-            // or resumed at its last step, never mistaken for another fit.
-            let _ = std::fs::remove_file(p);
-        }
-    }
-}
-
-/// What a resumed fit carries over from its earlier pieces.
-struct Carried {
-    state: State,
-    seconds: f64,
-    cpu_seconds: Option<f64>,
-}
-
-/// The saved state of `ckpt` if `engine` accepts it, with the seconds its sidecar reports.
-fn resume(engine: &dyn Engine, ckpt: &FitCheckpoint, label: &str) -> Option<Carried> {
-    if !ckpt.path.is_file() {
-        return None;
-    }
-    let state = match engine.load_state(&ckpt.path) {
-        Ok(s) => s,
-        Err(e) => {
-            eprintln!("{label}: not resuming ({e}); starting afresh");
-            return None;
-        }
-    };
-    let sidecar: Option<Value> = std::fs::read(ckpt.sidecar())
-        .ok()
-        .and_then(|b| serde_json::from_slice(&b).ok());
-    let matching = sidecar.filter(|v| v.get("step").and_then(Value::as_u64) == Some(state.step));
-    let seconds = matching
-        .as_ref()
-        .and_then(|v| v.get("seconds").and_then(Value::as_f64))
-        .unwrap_or(0.0);
-    let cpu_seconds = match &matching {
-        Some(v) => v.get("cpu_seconds").and_then(Value::as_f64),
-        None => Some(0.0),
-    };
-    eprintln!(
-        "{label}: resuming from {} at step {}",
-        ckpt.path.display(),
-        state.step
-    );
-    Some(Carried {
-        state,
-        seconds,
-        cpu_seconds,
-    })
-}
-
-/// Forwards every hook to `inner` and writes the sidecar at each save's step (the runner saves
-/// the state right after `on_step` of a step that is a multiple of `every`).
-struct Saver<'a> {
-    inner: &'a mut dyn Observer,
-    ckpt: &'a FitCheckpoint,
-    /// Seconds of the earlier pieces, and this piece's clocks.
-    carried_seconds: f64,
-    carried_cpu: Option<f64>,
-    wall: std::time::Instant,
-    cpu: CpuClock,
-    /// Whether a failure to write the sidecar was reported (once; the fit goes on).
-    warned: bool,
-}
-
-impl Observer for Saver<'_> {
-    fn on_start(&mut self, total: u64) {
-        self.inner.on_start(total);
-    }
-
-    fn on_step(&mut self, p: &Progress) {
-        self.inner.on_step(p);
-        if p.step.is_multiple_of(self.ckpt.every) {
-            let cpu = self.carried_cpu.zip(self.cpu.seconds()).map(|(a, b)| a + b);
-            let v = json!({
-                "step": p.step,
-                "seconds": self.carried_seconds + self.wall.elapsed().as_secs_f64(),
-                "cpu_seconds": cpu,
-            });
-            let path = self.ckpt.sidecar();
-            let written = serde_json::to_vec(&v)
-                .map_err(std::io::Error::other)
-                .and_then(|b| smi_fit::files::write_atomic(&path, &b));
-            if let Err(e) = written {
-                if !self.warned {
-                    eprintln!("cannot write {} ({e}); the fit goes on", path.display());
-                    self.warned = true;
-                }
-            }
-        }
-    }
-
-    fn control(&mut self, step: u64) -> smi::Control {
-        self.inner.control(step)
-    }
-
-    fn on_finish(&mut self) {
-        self.inner.on_finish();
+        self.files().saved_step()
     }
 }
 
@@ -193,7 +82,7 @@ pub struct Finished {
 }
 
 /// Runs the variational method of `settings` on `model` under `run` (its step budget and
-/// stopping rules; its checkpoint fields are replaced by `ckpt`'s), saving its state to `ckpt`
+/// stopping rules; its checkpoint interval is replaced by `ckpt`'s), saving its state to `ckpt`
 /// every `ckpt.every` steps and continuing from a saved state the engine accepts; removes the
 /// state once the fit ends.
 ///
@@ -227,36 +116,40 @@ pub fn fit_engine(
     if let Some(dir) = ckpt.path.parent() {
         std::fs::create_dir_all(dir).with_context(|| format!("cannot create {}", dir.display()))?;
     }
-    let carried = resume(engine, ckpt, label);
-    let (state, carried_seconds, carried_cpu) = match carried {
-        Some(c) => (c.state, c.seconds, c.cpu_seconds),
-        None => (engine.init()?, 0.0, Some(0.0)),
+    let mut files = ckpt.files();
+    let state = match files.load(engine) {
+        Ok(Some(r)) => {
+            eprintln!(
+                "{label}: resuming from {} at step {}",
+                ckpt.path.display(),
+                r.state.step
+            );
+            r.state
+        }
+        Ok(None) => engine.init()?,
+        Err(e) => {
+            eprintln!("{label}: not resuming ({e}); starting afresh");
+            files.restart_clock();
+            engine.init()?
+        }
     };
     let run_settings = RunSettings {
-        checkpoint: Some(ckpt.path.clone()),
         checkpoint_every: ckpt.every,
         ..run.clone()
     };
-    let mut saver = Saver {
-        inner: observer,
-        ckpt,
-        carried_seconds,
-        carried_cpu,
-        wall: std::time::Instant::now(),
-        cpu: CpuClock::start(),
-        warned: false,
-    };
-    let res = smi::run(engine, state, &run_settings, &mut saver)?;
-    let cpu = carried_cpu.zip(saver.cpu.seconds()).map(|(a, b)| a + b);
-    ckpt.remove();
+    let res = smi::run_with_checkpoint(engine, state, &run_settings, observer, &mut files)?;
+    let (earlier, all) = (files.earlier(), files.elapsed());
+    // Best effort: a file left behind is refused by the next fit's fingerprint check or
+    // resumed at its last step, never mistaken for another fit.
+    let _ = files.remove();
     Ok(Finished {
         posterior: engine.posterior(&res.state),
         state: res.state,
         termination: res.termination,
-        seconds: carried_seconds + res.seconds,
-        cpu_seconds: cpu,
-        earlier_seconds: carried_seconds,
-        earlier_cpu_seconds: carried_cpu,
+        seconds: earlier.seconds + res.seconds,
+        cpu_seconds: all.cpu_seconds,
+        earlier_seconds: earlier.seconds,
+        earlier_cpu_seconds: earlier.cpu_seconds,
     })
 }
 
@@ -324,8 +217,12 @@ mod tests {
 
         /// A sidecar as the interrupted fit's observer leaves it.
         fn sidecar(&self, step: u64, seconds: f64, cpu: f64) {
-            let v = json!({"step": step, "seconds": seconds, "cpu_seconds": cpu});
-            std::fs::write(self.ckpt.sidecar(), serde_json::to_vec(&v).unwrap()).unwrap();
+            let v = serde_json::json!({"step": step, "seconds": seconds, "cpu_seconds": cpu});
+            std::fs::write(self.sidecar_path(), serde_json::to_vec(&v).unwrap()).unwrap();
+        }
+
+        fn sidecar_path(&self) -> PathBuf {
+            self.ckpt.path.with_extension("progress.json")
         }
     }
 
@@ -335,7 +232,7 @@ mod tests {
         let c = Case::new(dir.path());
         let whole = c.fit();
         assert_eq!(whole.state.step, 60);
-        let gone = !c.ckpt.path.exists() && !c.ckpt.sidecar().exists();
+        let gone = !c.ckpt.path.exists() && !c.sidecar_path().exists();
         assert!(gone, "a finished fit leaves nothing");
 
         // stopped at step 40 (its last save), then run again

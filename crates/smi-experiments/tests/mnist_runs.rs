@@ -62,6 +62,17 @@ fn a_unit_resumes_from_the_compressed_checkpoint_alone() {
     // compressed state and the progress file, not the state itself.
     std::fs::remove_file(&state).unwrap();
     std::fs::remove_file(records::path(out, "mnist")).unwrap();
+    // The progress file as binaries before the core's checkpoint sidecar wrote it (`steps`,
+    // `train_seconds`, a shuffle position): it still resumes.
+    let progress = out.join("checkpoints/mnist-1-map.progress.json");
+    let mut old: serde_json::Map<String, serde_json::Value> =
+        serde_json::from_slice(&std::fs::read(&progress).unwrap()).unwrap();
+    for (new, was) in [("step", "steps"), ("seconds", "train_seconds")] {
+        let v = old.remove(new).expect("the sidecar's own field");
+        old.insert(was.into(), v);
+    }
+    old.insert("position".into(), 0.into());
+    std::fs::write(&progress, serde_json::to_vec(&old).unwrap()).unwrap();
     quick(out, &data, &["--methods", "map"]).unwrap();
     let again = recs(out, "mnist");
     assert_eq!(again.len(), 1);

@@ -1,17 +1,16 @@
-//! The checkpoint of `smi fit --save M`: the engine state in `M.ckpt` (the core's checkpoint
-//! format, written atomically every `--checkpoint-every` seconds and when the fit stops at
-//! `--max-time` or on Ctrl-C) and what the fit decided before training in `M.ckpt.json` (the
-//! learning rate and its search, the ELBO draws, the training CSV's checksum, the seconds
-//! trained so far). `smi fit --resume` with the same options reads both and continues; a fit
-//! that finishes removes them.
+//! The checkpoint of `smi fit --save M`, the core's [`FileCheckpoint`]: the engine state in
+//! `M.ckpt` (written atomically every `--checkpoint-every` seconds and when the fit stops at
+//! `--max-time` or on Ctrl-C) and its sidecar `M.ckpt.json`, which holds what the fit decided
+//! before training ([`Meta`]: the learning rate and its search, the ELBO draws, the training
+//! CSV's checksum) beside the step and the seconds trained so far. `smi fit --resume` with the
+//! same options reads both and continues; a fit that finishes removes them.
 
 use std::path::{Path, PathBuf};
 
-use crate::files::write_atomic;
 use crate::train::Recipe;
 use anyhow::{bail, Context, Result};
 use serde::{Deserialize, Serialize};
-use smi::{LogDensity, State};
+use smi::{FileCheckpoint, LogDensity, State};
 
 use crate::options::LrScheduleKind;
 
@@ -58,11 +57,16 @@ impl Paths {
         Ok(())
     }
 
-    /// Writes `meta` (atomically).
-    pub fn write_meta(&self, meta: &Meta) -> Result<()> {
-        let text = serde_json::to_vec_pretty(meta)?;
-        write_atomic(&self.meta, &text)
-            .with_context(|| format!("cannot write {}", self.meta.display()))
+    /// The core's checkpoint in these files: the state, and `meta` as the fields of its
+    /// sidecar (the sidecar's own `seconds` replace `meta.seconds`: the seconds trained at
+    /// each save).
+    ///
+    /// # Errors
+    /// A `meta` that cannot be serialised.
+    pub fn files(&self, meta: &Meta) -> Result<FileCheckpoint> {
+        Ok(FileCheckpoint::new(&self.state)
+            .with_sidecar(&self.meta)
+            .with_fields(meta)?)
     }
 
     /// Reads the meta file, checking its format.
@@ -90,20 +94,32 @@ impl Paths {
         Ok(meta)
     }
 
-    /// The engine state of `recipe` on `model`, checked against the engine (fingerprint:
-    /// settings and data shape; particle and optimizer shapes).
+    /// The engine state of `recipe` on `model` from `files` ([`Paths::files`]), checked
+    /// against the engine (fingerprint: settings and data shape; particle and optimizer
+    /// shapes); `files`' clock then continues from the sidecar's seconds.
     ///
     /// # Errors
     /// A missing, corrupt or foreign state file.
-    pub fn read_state(&self, recipe: &Recipe, model: &dyn LogDensity) -> Result<State> {
+    pub fn read_state(
+        &self,
+        recipe: &Recipe,
+        model: &dyn LogDensity,
+        files: &mut FileCheckpoint,
+    ) -> Result<State> {
         let engine = crate::train::method_settings(recipe)?.build(model)?;
-        engine.load_state(&self.state).with_context(|| {
+        let context = || {
             format!(
                 "--resume: cannot continue from {} (resume with the options of the \
                  interrupted fit)",
                 self.state.display()
             )
-        })
+        };
+        match files.load(engine.as_ref()).with_context(context)? {
+            Some(r) => Ok(r.state),
+            None => {
+                Err(anyhow::anyhow!("{} is missing", self.state.display())).with_context(context)
+            }
+        }
     }
 }
 
@@ -124,7 +140,8 @@ pub struct Meta {
     pub lr_grid: Vec<(f64, Option<f64>)>,
     /// S, ELBO draws per particle.
     pub elbo_draws: usize,
-    /// Seconds trained by the runs that stopped cleanly so far.
+    /// Seconds trained so far, as of the last save of the state (the sidecar's own field).
+    #[serde(default)]
     pub seconds: f64,
     /// T, the likelihood temperature of the fit (`None` in checkpoints of an smi that did not
     /// record it).

@@ -238,7 +238,7 @@ pub fn fit(source: &Source<'_>, o: &FitOptions, control: &RunControl<'_>) -> Res
     // Train.
     let model = Model::build(spec, prep.x_train.clone(), &prep.y_train)?;
     let settings = plan.protocol(o, prep.y_train.len());
-    let mut meta = Meta {
+    let meta = Meta {
         format: META_FORMAT.into(),
         method: o.method.name().into(),
         csv_crc32: checksum,
@@ -246,23 +246,28 @@ pub fn fit(source: &Source<'_>, o: &FitOptions, control: &RunControl<'_>) -> Res
         lr_mode: lr_mode.clone(),
         lr_grid: grid_scores.clone(),
         elbo_draws: plan.elbo_draws,
-        seconds: resumed.as_ref().map_or(0.0, |m| m.seconds),
+        seconds: 0.0,
         temperature: Some(plan.temperature),
         lr_schedule: Some(o.lr_schedule),
         model_options: Some(plan.model_options.clone()),
     };
-    let resume = match (&resumed, &ckpt) {
-        (Some(_), Some(c)) => Some(c.read_state(&job.recipe(lr, &settings), model.density())?),
+    let mut files = ckpt.as_ref().map(|c| c.files(&meta)).transpose()?;
+    let resume = match (&resumed, &ckpt, files.as_mut()) {
+        (Some(_), Some(c), Some(f)) => {
+            Some(c.read_state(&job.recipe(lr, &settings), model.density(), f)?)
+        }
         _ => None,
     };
     if let Some(c) = &ckpt {
-        if resume.is_none() && c.exist() && say {
-            eprintln!(
-                "note: replacing the checkpoint {} of an earlier fit (--resume continues it)",
-                c.state.display()
-            );
+        if resume.is_none() && c.exist() {
+            if say {
+                eprintln!(
+                    "note: replacing the checkpoint {} of an earlier fit (--resume continues it)",
+                    c.state.display()
+                );
+            }
+            c.remove()?;
         }
-        c.write_meta(&meta)?;
         if let (Some(s), true) = (&resume, say) {
             eprintln!(
                 "resuming from {} at step {} of {}",
@@ -272,26 +277,21 @@ pub fn fit(source: &Source<'_>, o: &FitOptions, control: &RunControl<'_>) -> Res
             );
         }
     }
+    let earlier = files.as_ref().map_or(0.0, |f| f.earlier().seconds);
     let every = control.checkpoint.as_ref().and_then(|c| c.every);
     let limits = Limits {
         deadline: control.max_time.map(|t| started + t),
         interrupt: control.interrupt,
-        checkpoint: ckpt.as_ref().map(|c| (c.state.as_path(), every)),
+        checkpoint: files.as_mut().map(|f| (f, every)),
         resume,
     };
     let label = format!("fit {}", o.method);
     let Trained { fit: out, stop } = job
         .train(&label, lr, &model, &settings, limits)
         .with_context(|| format!("fitting {}", o.method))?;
-    let seconds = meta.seconds + out.seconds;
+    let seconds = earlier + out.seconds;
     if say {
         report_training(o.method, &out, stop, seconds);
-    }
-    // The run saved its final state to the checkpoint before returning, so before validation
-    // and saving.
-    if let (Some(c), Some(_)) = (&ckpt, &out.state) {
-        meta.seconds = seconds;
-        c.write_meta(&meta)?;
     }
 
     // Validate.

@@ -3,14 +3,13 @@
 //! Every random choice lives in the engine's [`State`], so a fit stopped and resumed takes the
 //! same steps as one run straight through.
 
-use std::path::Path;
 use std::time::{Duration, Instant};
 
 use crate::protocol::{fit as fit_method, Protocol};
 use anyhow::Result;
 use smi::{
-    Control, Fit, LogDensity, LrDecay, LrSchedule, Method, MethodSettings, Observer,
-    OptimizerSettings, Posterior, Progress, RunSettings, State,
+    Control, FileCheckpoint, Fit, LogDensity, LrDecay, LrSchedule, Method, MethodSettings,
+    Observer, OptimizerSettings, Posterior, Progress, RunSettings, State,
 };
 
 use super::interrupt::Interrupt;
@@ -46,7 +45,7 @@ pub struct Limits<'a> {
     pub interrupt: &'a Interrupt,
     /// Save the state here at the end of the run (finished or stopped), and every so often
     /// when an interval is given.
-    pub checkpoint: Option<(&'a Path, Option<Duration>)>,
+    pub checkpoint: Option<(&'a mut FileCheckpoint, Option<Duration>)>,
     /// Continue from this state instead of a fresh one.
     pub resume: Option<State>,
 }
@@ -161,7 +160,7 @@ pub fn train(
     }
     let engine = method_settings(recipe)?.build(model)?;
     let run = RunSettings {
-        checkpoint: limits.checkpoint.map(|(path, _)| path.to_path_buf()),
+        checkpoint: None,
         checkpoint_every: 0,
         ..recipe.protocol.run_settings(method)
     };
@@ -183,11 +182,16 @@ pub fn train(
         inner: observer,
         deadline: limits.deadline,
         interrupt: limits.interrupt,
-        every: limits.checkpoint.and_then(|(_, every)| every),
+        every: limits.checkpoint.as_ref().and_then(|(_, every)| *every),
         saved: Instant::now(),
         why: Stop::Finished,
     };
-    let r = smi::run(engine.as_ref(), state, &run, &mut limited)?;
+    let r = match limits.checkpoint {
+        Some((files, _)) => {
+            smi::run_with_checkpoint(engine.as_ref(), state, &run, &mut limited, files)?
+        }
+        None => smi::run(engine.as_ref(), state, &run, &mut limited)?,
+    };
     let stop = if r.stopped {
         limited.why
     } else {

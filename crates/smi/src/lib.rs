@@ -92,10 +92,12 @@ mod svi;
 pub mod testing;
 
 pub use engine::{
-    apply_ascent, finish_step, run, Control, ConvergenceSettings, ConvergenceState,
-    EarlyStopSettings, EarlyStopState, ElboChecks, ElboEstimate, ElboTrack, Engine, EpochEnd,
-    Epochs, LossTrace, NoObserver, NonFinitePolicy, ObjectiveWindows, Observer, Progress,
-    RowSource, RunResult, RunSettings, State, StepInfo, Termination, CHECKPOINT_FORMAT,
+    apply_ascent, finish_step, process_cpu_seconds, run, run_with_checkpoint, Checkpoint, Control,
+    ConvergenceSettings, ConvergenceState, CopyHook, CpuClock, EarlyStopSettings, EarlyStopState,
+    Elapsed, ElboChecks, ElboEstimate, ElboTrack, Engine, EpochEnd, Epochs, FileCheckpoint,
+    LossTrace, NoObserver, NonFinitePolicy, ObjectiveWindows, Observer, Progress, Resumed,
+    RowSource, RunResult, RunSettings, SavePoint, Sidecar, State, StepInfo, Termination,
+    CHECKPOINT_FORMAT,
 };
 pub use error::{Error, Result};
 pub use guide::{GuideSettings, Init, Start};

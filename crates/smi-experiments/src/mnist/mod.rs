@@ -7,8 +7,9 @@
 //! has a record that is not marked failed is skipped; a unit whose checkpoint another run sharing
 //! the output folder holds (its lock file in `<out>/locks/`) is skipped too. While a unit trains, its state is saved at the end of every epoch to
 //! `<out>/checkpoints/mnist-<layers>-<method>.json` (the engine's [`State`]: particles,
-//! optimizer moments, RNG, step counter) next to `mnist-<layers>-<method>.progress.json` (epoch,
-//! shuffle position, training seconds so far, the training configuration); a rerun with the
+//! optimizer moments, RNG, step counter) next to `mnist-<layers>-<method>.progress.json` (step,
+//! epoch, training seconds so far, the training configuration: the core's
+//! [`smi::FileCheckpoint`] and its sidecar); a rerun with the
 //! same training configuration continues from there. A gzipped copy of the state,
 //! `mnist-<layers>-<method>.json.gz`, is written beside it every epoch: with the progress file it
 //! is what a repository of records keeps (runs/README.md), and where the state itself is missing
@@ -195,7 +196,7 @@ over draws: Conf and Acc with sampled labels, NLL, Brier, the paper's unweighted
 (with its empty-bin rule), plus argmax accuracy and the count-weighted ECE/MCE.
 
 Resuming: after every epoch the engine state is saved to \
-<out>/checkpoints/mnist-<layers>-<method>.json and the epoch, shuffle position and training time \
+<out>/checkpoints/mnist-<layers>-<method>.json and the step, epoch and training time \
 to mnist-<layers>-<method>.progress.json, with a gzipped copy of the state \
 (mnist-<layers>-<method>.json.gz); rerunning the same command continues an interrupted \
 unit from its last finished epoch (asking for more epochs continues a finished one), also on \

@@ -1,5 +1,6 @@
-//! Training one MNIST unit through `smi::run` with epochs of shuffled batches, a checkpoint and
-//! a progress file after every epoch, and resuming from them.
+//! Training one MNIST unit through `smi::run_with_checkpoint` with epochs of shuffled batches:
+//! the core's [`FileCheckpoint`] saves the state, its gzipped copy and the progress file (its
+//! sidecar) after every epoch, and a rerun resumes from them.
 
 use std::io::{Read, Write};
 
@@ -9,6 +10,7 @@ use flate2::Compression;
 
 use super::*;
 use crate::cpu_time::process_cpu_seconds;
+use smi::FileCheckpoint;
 
 /// The state and progress files of a unit; `tag` ([`Plan::file_tag`]) keeps a variant of the
 /// paper's settings apart from the paper's own unit.
@@ -31,20 +33,14 @@ fn compressed_path(ckpt: &Path) -> PathBuf {
     ckpt.with_file_name(format!("{name}.gz"))
 }
 
-/// Writes [`compressed_path`]`(ckpt)` from the state just saved at `ckpt`, atomically.
-fn write_compressed(ckpt: &Path) -> smi::Result<()> {
-    let gz = compressed_path(ckpt);
-    let compressed = std::fs::read(ckpt).and_then(|bytes| {
-        let mut enc = GzEncoder::new(Vec::with_capacity(bytes.len() / 2), Compression::default());
-        enc.write_all(&bytes)?;
-        enc.finish()
-    });
-    compressed
-        .and_then(|bytes| smi_fit::files::write_atomic(&gz, &bytes))
-        .map_err(|source| smi::Error::Io {
-            path: gz.display().to_string(),
-            source,
-        })
+/// Writes [`compressed_path`]`(ckpt)` from the state just saved at `ckpt`, atomically: the
+/// checkpoint's copy hook ([`smi::FileCheckpoint::with_copy`]), so the copy is written before
+/// the progress file that names its step.
+fn write_compressed(ckpt: &Path) -> std::io::Result<()> {
+    let bytes = std::fs::read(ckpt)?;
+    let mut enc = GzEncoder::new(Vec::with_capacity(bytes.len() / 2), Compression::default());
+    enc.write_all(&bytes)?;
+    smi_fit::files::write_atomic(&compressed_path(ckpt), &enc.finish()?)
 }
 
 /// Where the state `ckpt` is missing and its compressed copy is present (a unit carried to
@@ -66,52 +62,36 @@ fn restore_compressed(ckpt: &Path, label: &str) {
     }
 }
 
-/// Writes `value` to `path` atomically (a temporary file of a name unique to this process and
-/// call, then rename).
-fn write_json_atomic(path: &Path, value: &Value) -> smi::Result<()> {
-    let io = |source| smi::Error::Io {
-        path: path.display().to_string(),
-        source,
-    };
-    let text = serde_json::to_vec_pretty(value).map_err(|e| io(std::io::Error::other(e)))?;
-    smi_fit::files::write_atomic(path, &text).map_err(io)
-}
-
 /// What a checkpoint that fits this run restores.
 struct Resumed {
     state: State,
-    /// Training seconds so far.
-    train_seconds: f64,
-    /// Process CPU seconds so far, when measured.
-    cpu_seconds: Option<f64>,
     /// Mean loss of the checkpoint's last epoch (`epoch_loss` of the progress file; NaN when
     /// absent).
     epoch_loss: f64,
 }
 
-/// A resumable state with its accumulated training time, if the checkpoint fits this run.
+/// A resumable state, if the checkpoint `files` fits this run (its progress file names the
+/// training configuration `key` and the state's step); `files`' clock then continues from the
+/// progress file's seconds.
 fn try_resume(
     engine: &dyn Engine,
-    ckpt: &Path,
-    progress: &Path,
+    files: &mut FileCheckpoint,
     key: &str,
     total: u64,
     label: &str,
 ) -> Result<Option<Resumed>> {
+    let ckpt = files.path().to_path_buf();
     if !ckpt.is_file() {
         return Ok(None);
     }
-    let meta: Option<Value> = std::fs::read(progress)
-        .ok()
-        .and_then(|b| serde_json::from_slice(&b).ok());
-    let Some(meta) = meta else {
+    let Some(meta) = files.read_sidecar().ok().flatten() else {
         eprintln!(
             "{label}: {} has no readable progress file; starting afresh",
             ckpt.display()
         );
         return Ok(None);
     };
-    if meta.get("train_key").and_then(Value::as_str) != Some(key) {
+    if meta.fields.get("train_key").and_then(Value::as_str) != Some(key) {
         eprintln!(
             "{label}: the checkpoint {} belongs to another training configuration; starting \
              afresh (it will be overwritten)",
@@ -119,56 +99,44 @@ fn try_resume(
         );
         return Ok(None);
     }
-    let state = match engine.load_state(ckpt) {
-        Ok(s) => s,
+    let resumed = match files.load(engine) {
+        Ok(r) => r,
         Err(e) => {
             eprintln!("{label}: cannot resume ({e}); starting afresh");
             return Ok(None);
         }
     };
-    if meta.get("steps").and_then(Value::as_u64) != Some(state.step) {
+    let Some(resumed) = resumed else {
+        return Ok(None);
+    };
+    let Some(sidecar) = resumed.sidecar else {
         eprintln!(
             "{label}: the checkpoint and its progress file disagree on the step count; \
              starting afresh"
         );
         return Ok(None);
-    }
-    if state.step > total {
+    };
+    if resumed.state.step > total {
         bail!(
             "{label}: the checkpoint {} is at step {}, beyond this run's {total} steps; ask for \
              more --epochs, use another --out, or --resume false to overwrite it",
             ckpt.display(),
-            state.step
+            resumed.state.step
         );
     }
-    let secs = meta
-        .get("train_seconds")
-        .and_then(Value::as_f64)
-        .unwrap_or(0.0);
-    let cpu = meta.get("cpu_seconds").and_then(Value::as_f64);
-    let epoch_loss = meta
-        .get("epoch_loss")
-        .and_then(Value::as_f64)
-        .unwrap_or(f64::NAN);
     Ok(Some(Resumed {
-        state,
-        train_seconds: secs,
-        cpu_seconds: cpu,
-        epoch_loss,
+        state: resumed.state,
+        epoch_loss: sidecar.epoch_loss.unwrap_or(f64::NAN),
     }))
 }
 
-/// The per-epoch bookkeeping of a training run: a progress bar per epoch, the progress file
-/// beside each epoch's checkpoint, the epoch line, and the wall and CPU time.
+/// The per-epoch bookkeeping of a training run: a progress bar per epoch and the epoch line
+/// (the checkpoint writes the state, its copy and the progress file).
 struct EpochLog<'a> {
     plan: &'a Plan,
     layers: usize,
     method: Method,
-    key: &'a str,
     label: String,
-    /// The checkpoint the runner saves each epoch (its compressed copy is written beside it).
-    ckpt: PathBuf,
-    progress_path: PathBuf,
     spe: u64,
     bar: Option<Bar>,
     /// Finite losses of the current epoch so far (sum, count) and its steps in this run.
@@ -176,8 +144,6 @@ struct EpochLog<'a> {
     steps: u64,
     mark: Instant,
     cpu_mark: Option<f64>,
-    train_seconds: f64,
-    cpu_seconds: Option<f64>,
     final_loss: f64,
 }
 
@@ -224,27 +190,9 @@ impl Observer for EpochLog<'_> {
             bar.on_finish();
         }
         let secs = self.mark.elapsed().as_secs_f64();
-        self.train_seconds += secs;
         let now = process_cpu_seconds();
         let cpu = self.cpu_mark.zip(now).map(|(a, b)| b - a);
-        self.cpu_seconds = self.cpu_seconds.zip(cpu).map(|(a, b)| a + b);
         self.final_loss = end.mean_loss;
-        // the runner saved the state just before this call: its compressed copy first, then
-        // the progress file that names its step
-        write_compressed(&self.ckpt)?;
-        write_json_atomic(
-            &self.progress_path,
-            &json!({
-                "train_key": self.key,
-                "epoch": end.epoch,
-                "position": 0,
-                "steps": end.state.step,
-                "steps_per_epoch": end.steps_per_epoch,
-                "train_seconds": self.train_seconds,
-                "cpu_seconds": self.cpu_seconds,
-                "epoch_loss": end.mean_loss,
-            }),
-        )?;
         eprintln!(
             "{}: epoch {}/{} mean loss {:.4}, {secs:.1} s ({:.3} s per step, {} CPU s)",
             self.label,
@@ -280,13 +228,17 @@ pub(super) fn train(
     if let Some(dir) = ckpt.parent() {
         std::fs::create_dir_all(dir).with_context(|| format!("cannot create {}", dir.display()))?;
     }
+    let mut files = FileCheckpoint::new(&ckpt)
+        .with_sidecar(progress_path)
+        .with_copy(write_compressed)
+        .with_fields(json!({"train_key": key, "steps_per_epoch": spe}))?;
     let resumed = if plan.resume {
         restore_compressed(&ckpt, &label);
-        try_resume(engine, &ckpt, &progress_path, key, total, &label)?
+        try_resume(engine, &mut files, key, total, &label)?
     } else {
         None
     };
-    let (state, train_seconds, cpu_seconds, final_loss) = match resumed {
+    let (state, final_loss) = match resumed {
         Some(r) => {
             eprintln!(
                 "{label}: resuming from {} at epoch {} of {} (step {})",
@@ -296,46 +248,42 @@ pub(super) fn train(
                 r.state.step
             );
             // When nothing is left to train, the checkpoint's last epoch is the final one.
-            (r.state, r.train_seconds, r.cpu_seconds, r.epoch_loss)
+            (r.state, r.epoch_loss)
         }
-        None => (
-            engine.init().context("cannot initialise the particles")?,
-            0.0,
-            Some(0.0),
-            f64::NAN,
-        ),
+        None => {
+            files.restart_clock();
+            let state = engine.init().context("cannot initialise the particles")?;
+            (state, f64::NAN)
+        }
     };
     let mut log = EpochLog {
         plan,
         layers,
         method,
-        key,
         label,
-        ckpt: ckpt.clone(),
-        progress_path,
         spe,
         bar: None,
         running: (0.0, 0),
         steps: 0,
         mark: Instant::now(),
         cpu_mark: None,
-        train_seconds,
-        cpu_seconds,
         final_loss,
     };
     let settings = RunSettings {
         max_steps: total,
-        checkpoint: Some(ckpt.clone()),
         checkpoint_every: spe,
         rows: RowSource::Epochs(rows),
         ..Default::default()
     };
-    let result = smi::run(engine, state, &settings, &mut log)
+    let result = smi::run_with_checkpoint(engine, state, &settings, &mut log, &mut files)
         .with_context(|| format!("training {} (checkpoint {})", log.label, ckpt.display()))?;
+    // The seconds of the last save (the end of the last epoch): a unit resumed at its end
+    // reports its progress file's seconds to the bit.
+    let elapsed = files.at_last_save();
     Ok(Trained {
         state: result.state,
-        train_seconds: log.train_seconds,
+        train_seconds: elapsed.seconds,
         final_loss: log.final_loss,
-        cpu_seconds: log.cpu_seconds,
+        cpu_seconds: elapsed.cpu_seconds,
     })
 }

@@ -1,7 +1,9 @@
 //! What every engine shares: the [`Engine`] trait, its [`State`], the run loop, observers, early
 //! stopping and checkpoints.
 
+mod checkpoint;
 mod convergence;
+pub(crate) mod cpu_time;
 mod early_stop;
 mod observe;
 mod runner;
@@ -9,10 +11,14 @@ mod state;
 mod verdict;
 pub(crate) mod window;
 
+pub use checkpoint::{Checkpoint, CopyHook, Elapsed, FileCheckpoint, Resumed, SavePoint, Sidecar};
 pub use convergence::{ConvergenceSettings, ConvergenceState};
+pub use cpu_time::{process_cpu_seconds, CpuClock};
 pub use early_stop::{EarlyStopSettings, EarlyStopState};
 pub use observe::{Control, EpochEnd, LossTrace, NoObserver, Observer, Progress};
-pub use runner::{run, Epochs, RowSource, RunResult, RunSettings, Termination};
+pub use runner::{
+    run, run_with_checkpoint, Epochs, RowSource, RunResult, RunSettings, Termination,
+};
 pub use state::{State, CHECKPOINT_FORMAT};
 pub use verdict::{ElboEstimate, ElboTrack};
 pub use window::ObjectiveWindows;

@@ -47,13 +47,14 @@ pub enum Control {
     /// Go on (the default).
     #[default]
     Continue,
-    /// Save the state to the run's checkpoint file now ([`crate::RunSettings::checkpoint`];
-    /// nothing without one), then go on: checkpoints on the observer's clock (every few
-    /// minutes, say) rather than every so many steps.
+    /// Save the state to the run's checkpoint now ([`crate::RunSettings::checkpoint`] or the
+    /// [`crate::Checkpoint`] of [`crate::run_with_checkpoint`]; nothing without one), then go
+    /// on: checkpoints on the observer's clock (every few minutes, say) rather than every so
+    /// many steps.
     Checkpoint,
     /// End the run after this step (a deadline, an interrupt, the observer's own rule). The run
     /// ends as at its step budget: the ELBO verdict, and the state saved to the checkpoint
-    /// file if there is one; [`crate::RunResult::stopped`] says it was stopped.
+    /// if there is one; [`crate::RunResult::stopped`] says it was stopped.
     Stop,
 }
 
@@ -72,7 +73,8 @@ pub trait Observer {
     /// After the last step.
     fn on_finish(&mut self) {}
     /// After the last step of an epoch (only under [`crate::RowSource::Epochs`]), after that
-    /// step's checkpoint: a place to record progress beside the checkpoint.
+    /// step's checkpoint (whose sidecar has the epoch and its mean loss,
+    /// [`crate::SavePoint`]).
     ///
     /// # Errors
     /// Whatever the observer cannot do; it ends the run with that error.

@@ -9,6 +9,7 @@ use rand::seq::SliceRandom;
 use rand::SeedableRng;
 use rand_chacha::ChaCha8Rng;
 
+use crate::engine::checkpoint::{Checkpoint, FileCheckpoint, SavePoint};
 use crate::engine::convergence::ConvergenceSettings;
 use crate::engine::early_stop::EarlyStopSettings;
 use crate::engine::observe::{Control, EpochEnd, Observer, Progress};
@@ -88,9 +89,10 @@ pub struct RunSettings {
     /// [`ConvergenceSettings`] (docs/convergence.md); `None` (the default): run to `max_steps`.
     /// [`RunSettings::until_converged`] sets the rule's defaults.
     pub convergence: Option<ConvergenceSettings>,
-    /// Save the state to this file every `checkpoint_every` steps and at the end.
+    /// Save the state to this file every `checkpoint_every` steps and at the end (the state
+    /// alone; [`crate::run_with_checkpoint`] takes a [`crate::Checkpoint`] with a sidecar).
     pub checkpoint: Option<PathBuf>,
-    /// Steps between checkpoints (0: only at the end). With epochs, a multiple of the steps
+    /// Steps between checkpoints, of either kind (0: only at the end). With epochs, a multiple of the steps
     /// per epoch saves at epoch ends, before [`Observer::on_epoch_end`].
     pub checkpoint_every: u64,
     /// Where each step's rows come from (default: the engine's own).
@@ -216,7 +218,7 @@ pub struct RunResult {
 /// rule does not fire while the recent estimates still trend ([`crate::ElboTrack::trend`]).
 ///
 /// Observers see every step. With a checkpoint file, the state is saved atomically every
-/// `checkpoint_every` steps and at the end. A state whose rule has already fired (early
+/// `checkpoint_every` steps and at the end of a run that took a step. A state whose rule has already fired (early
 /// stopping or convergence, under the same rule) returns at once with that termination.
 ///
 /// # Errors
@@ -224,9 +226,43 @@ pub struct RunResult {
 /// policy `Error`, a non-finite step too), or a checkpoint write failure.
 pub fn run<E: Engine + ?Sized>(
     engine: &E,
+    state: State,
+    settings: &RunSettings,
+    observer: &mut dyn Observer,
+) -> Result<RunResult> {
+    let mut file = settings.checkpoint.clone().map(FileCheckpoint::state_only);
+    let checkpoint = file.as_mut().map(|f| f as &mut dyn Checkpoint);
+    run_inner(engine, state, settings, observer, checkpoint)
+}
+
+/// [`run`] saving to `checkpoint` (every `settings.checkpoint_every` steps, when an observer
+/// asks, and at the end) instead of `settings.checkpoint`, which must be `None`.
+///
+/// # Errors
+/// As [`run`]; [`Error::InvalidSettings`] when `settings.checkpoint` is set too; what
+/// `checkpoint` cannot save.
+pub fn run_with_checkpoint<E: Engine + ?Sized>(
+    engine: &E,
+    state: State,
+    settings: &RunSettings,
+    observer: &mut dyn Observer,
+    checkpoint: &mut dyn Checkpoint,
+) -> Result<RunResult> {
+    if settings.checkpoint.is_some() {
+        return Err(Error::invalid(
+            "checkpoint",
+            "give the checkpoint once: in the settings or as the argument",
+        ));
+    }
+    run_inner(engine, state, settings, observer, Some(checkpoint))
+}
+
+fn run_inner<E: Engine + ?Sized>(
+    engine: &E,
     mut state: State,
     settings: &RunSettings,
     observer: &mut dyn Observer,
+    mut checkpoint: Option<&mut dyn Checkpoint>,
 ) -> Result<RunResult> {
     let start = Instant::now();
     let mut losses = Vec::new();
@@ -247,6 +283,7 @@ pub fn run<E: Engine + ?Sized>(
     let mut order: Option<(u64, Vec<usize>)> = None;
     let (mut epoch_sum, mut epoch_count) = (0.0, 0u64);
     let mut saved_at = None;
+    let mut at = SavePoint::default();
     observer.on_start(settings.max_steps);
     if state.early_stop.stopped && settings.early_stopping.is_some() {
         termination = Termination::EarlyStopped;
@@ -300,42 +337,48 @@ pub fn run<E: Engine + ?Sized>(
                 }
             }
         }
-        if let Some(path) = &settings.checkpoint {
-            if settings.checkpoint_every > 0 && state.step.is_multiple_of(settings.checkpoint_every)
-            {
-                engine.sync(&mut state)?;
-                state.save(path)?;
-                saved_at = Some(state.step);
-            }
-        }
-        if let Some(e) = epochs {
+        // The epoch just finished, if this step ended one: (epochs, mean loss).
+        let ended = epochs.and_then(|e| {
             let spe = e.steps_per_epoch();
-            if state.step.is_multiple_of(spe) {
+            state.step.is_multiple_of(spe).then(|| {
                 let mean_loss = if epoch_count > 0 {
                     epoch_sum / epoch_count as f64
                 } else {
                     f64::NAN
                 };
+                (state.step / spe, mean_loss)
+            })
+        });
+        if ended.is_some() {
+            at.epoch = ended;
+        }
+        if let Some(c) = checkpoint.as_deref_mut() {
+            if settings.checkpoint_every > 0 && state.step.is_multiple_of(settings.checkpoint_every)
+            {
                 engine.sync(&mut state)?;
-                observer.on_epoch_end(&EpochEnd {
-                    epoch: state.step / spe,
-                    steps_per_epoch: spe,
-                    mean_loss,
-                    state: &state,
-                })?;
-                (epoch_sum, epoch_count) = (0.0, 0);
+                c.save(&state, &at)?;
+                saved_at = Some(state.step);
             }
+        }
+        if let (Some(e), Some((epoch, mean_loss))) = (epochs, ended) {
+            engine.sync(&mut state)?;
+            observer.on_epoch_end(&EpochEnd {
+                epoch,
+                steps_per_epoch: e.steps_per_epoch(),
+                mean_loss,
+                state: &state,
+            })?;
+            (epoch_sum, epoch_count) = (0.0, 0);
         }
         match observer.control(state.step) {
             Control::Continue => {}
             Control::Checkpoint => {
-                if let Some(path) = settings
-                    .checkpoint
-                    .as_ref()
+                if let Some(c) = checkpoint
+                    .as_deref_mut()
                     .filter(|_| saved_at != Some(state.step))
                 {
                     engine.sync(&mut state)?;
-                    state.save(path)?;
+                    c.save(&state, &at)?;
                     saved_at = Some(state.step);
                 }
             }
@@ -351,9 +394,11 @@ pub fn run<E: Engine + ?Sized>(
         termination = verdict;
         reason = Some(why);
     }
-    if let Some(path) = &settings.checkpoint {
-        if saved_at != Some(state.step) {
-            state.save(path)?;
+    if let Some(c) = checkpoint {
+        // A run that took no step has nothing new to save (a state resumed at its end keeps
+        // its files as they are).
+        if !losses.is_empty() && saved_at != Some(state.step) {
+            c.save(&state, &at)?;
         }
     }
     observer.on_finish();

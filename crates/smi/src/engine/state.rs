@@ -134,21 +134,7 @@ impl State {
         };
         let bytes = serde_json::to_vec(&env)
             .map_err(|e| Error::Checkpoint(format!("cannot serialise the state: {e}")))?;
-        let io = |source| Error::Io {
-            path: path.display().to_string(),
-            source,
-        };
-        let (tmp, mut file) = create_temp(path)?;
-        let written = file.write_all(&bytes).and_then(|()| file.sync_all());
-        drop(file);
-        let written = written.and_then(|()| std::fs::rename(&tmp, path));
-        if let Err(e) = written {
-            // Best effort: the error that matters is the write's.
-            let _ = std::fs::remove_file(&tmp);
-            return Err(io(e));
-        }
-        sync_parent(path);
-        Ok(())
+        write_atomic(path, &bytes)
     }
 
     /// Reads a state written by [`State::save`], checks that it belongs to an engine with
@@ -189,6 +175,29 @@ impl State {
         })?;
         Ok(env.state)
     }
+}
+
+/// Writes `bytes` to `path` atomically: into a temporary file next to it ([`create_temp`]),
+/// synced, then renamed over `path`.
+///
+/// # Errors
+/// [`Error::Checkpoint`] for a path without a file name; [`Error::Io`] when the file cannot be
+/// written.
+pub(crate) fn write_atomic(path: &Path, bytes: &[u8]) -> Result<()> {
+    let (tmp, mut file) = create_temp(path)?;
+    let written = file.write_all(bytes).and_then(|()| file.sync_all());
+    drop(file);
+    let written = written.and_then(|()| std::fs::rename(&tmp, path));
+    if let Err(source) = written {
+        // Best effort: the error that matters is the write's.
+        let _ = std::fs::remove_file(&tmp);
+        return Err(Error::Io {
+            path: path.display().to_string(),
+            source,
+        });
+    }
+    sync_parent(path);
+    Ok(())
 }
 
 /// Creates a new temporary file next to `path`, named `<name>.<pid>.<n>.tmp` with a per-process
