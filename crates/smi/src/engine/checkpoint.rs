@@ -431,14 +431,11 @@ mod tests {
             .with_fields(serde_json::json!({"key": "k", "step": 99}))
             .unwrap();
         assert_eq!(ckpt.load(e.as_ref()).unwrap().map(|r| r.state.step), None);
-        let first = crate::run_with_checkpoint(
-            e.as_ref(),
-            e.init().unwrap(),
-            &settings(12),
-            &mut crate::NoObserver,
-            &mut ckpt,
-        )
-        .unwrap();
+        let go = |state, steps, ckpt: &mut FileCheckpoint| {
+            let s = settings(steps);
+            crate::run_with_checkpoint(e.as_ref(), state, &s, &mut crate::NoObserver, ckpt)
+        };
+        let first = go(e.init().unwrap(), 12, &mut ckpt).unwrap();
         // saved at the end (step 12, not a multiple of 5); the copy hook ran; the caller's
         // "step" gave way to the sidecar's own
         let side = ckpt.read_sidecar().unwrap().unwrap();
@@ -454,24 +451,20 @@ mod tests {
         let mut claimed = side.clone();
         claimed.seconds = 1000.0;
         claimed.cpu_seconds = Some(2000.0);
-        std::fs::write(
-            ckpt.sidecar_path().unwrap(),
-            serde_json::to_vec(&claimed).unwrap(),
-        )
-        .unwrap();
+        let write = |s: &Sidecar| {
+            std::fs::write(
+                path.with_extension("progress.json"),
+                serde_json::to_vec(s).unwrap(),
+            )
+            .unwrap()
+        };
+        write(&claimed);
         let mut again = FileCheckpoint::new(&path);
         let resumed = again.load(e.as_ref()).unwrap().unwrap();
         assert_eq!(resumed.state.particles, first.state.particles);
         assert_eq!(resumed.sidecar.map(|s| s.step), Some(Some(12)));
         assert!(again.elapsed().seconds >= 1000.0 && again.elapsed().seconds < 1100.0);
-        let rest = crate::run_with_checkpoint(
-            e.as_ref(),
-            resumed.state,
-            &settings(20),
-            &mut crate::NoObserver,
-            &mut again,
-        )
-        .unwrap();
+        let rest = go(resumed.state, 20, &mut again).unwrap();
         assert_eq!(rest.state.particles, straight.state.particles, "same bits");
         let end = again.read_sidecar().unwrap().unwrap();
         assert_eq!((end.step, end.epoch), (Some(20), Some(4)));
@@ -480,17 +473,14 @@ mod tests {
             assert!((2000.0..2100.0).contains(&cpu), "{cpu}");
         }
 
-        // another learning rate's engine refuses the state; a sidecar of another step adds no seconds
+        // another learning rate's engine refuses the state; a sidecar of another step adds no
+        // seconds
         assert!(FileCheckpoint::new(&path)
             .load(engine(&model, 0.02).as_ref())
             .is_err());
         let mut stale = end.clone();
         stale.step = Some(15);
-        std::fs::write(
-            ckpt.sidecar_path().unwrap(),
-            serde_json::to_vec(&stale).unwrap(),
-        )
-        .unwrap();
+        write(&stale);
         let mut third = FileCheckpoint::new(&path);
         let r = third.load(e.as_ref()).unwrap().unwrap();
         assert!(r.sidecar.is_none());
