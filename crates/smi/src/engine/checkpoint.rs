@@ -120,6 +120,37 @@ pub type CopyHook = fn(&Path) -> std::io::Result<()>;
 /// It keeps the run's clock: the seconds of the earlier pieces (from the sidecar of a loaded
 /// state) plus those since it was created or loaded, written into every sidecar and given by
 /// [`FileCheckpoint::elapsed`].
+///
+/// ```
+/// use smi::testing::BayesLinReg;
+/// use smi::{FileCheckpoint, Matrix, Method, NoObserver, RunSettings};
+///
+/// # fn main() -> smi::Result<()> {
+/// let x = Matrix::from_fn(20, 2, |i, j| ((i + 3 * j) % 7) as f64 / 3.0 - 1.0);
+/// let y: Vec<f64> = (0..20).map(|i| (i % 4) as f64 / 2.0).collect();
+/// let model = BayesLinReg::new(x, y, 0.5, 1.0)?;
+/// let engine = Method::Ovi.preset(0).build(&model)?;
+/// let dir = std::env::temp_dir().join(format!("smi-doc-{}", std::process::id()));
+/// std::fs::create_dir_all(&dir).ok();
+/// let mut ckpt = FileCheckpoint::new(dir.join("fit.json"))
+///     .with_fields(serde_json::json!({"experiment": "doc"}))?;
+/// // Continue a saved state the engine accepts, or start afresh.
+/// let state = match ckpt.load(engine.as_ref()) {
+///     Ok(Some(resumed)) => resumed.state,
+///     Ok(None) | Err(_) => engine.init()?,
+/// };
+/// let settings = RunSettings {
+///     checkpoint_every: 50,
+///     ..RunSettings::steps(200)
+/// };
+/// let run =
+///     smi::run_with_checkpoint(engine.as_ref(), state, &settings, &mut NoObserver, &mut ckpt)?;
+/// assert_eq!(ckpt.read_sidecar()?.and_then(|s| s.step), Some(run.state.step));
+/// ckpt.remove()?;
+/// # std::fs::remove_dir_all(&dir).ok();
+/// # Ok(())
+/// # }
+/// ```
 #[derive(Clone, Debug)]
 pub struct FileCheckpoint {
     path: PathBuf,
