@@ -136,6 +136,11 @@ pub struct Args {
     /// guides). A value marks the run as an ablation.
     #[arg(long, value_name = "F")]
     pub bandwidth_factor: Option<f64>,
+    /// Run SMI for every step of --max-steps, without the paper's early-stopping rule on the
+    /// force norm (docs/algorithms.md §7.3), for an ablation: SMI's config says `es=off` and
+    /// the run is marked an ablation. The other methods keep the rule.
+    #[arg(long)]
+    pub no_early_stopping: bool,
     /// Mark SMI's runs as an ablation of the paper's settings (implied by a non-default
     /// --particles, --elbo-draws, --init-scale or --loss-temperature; useful alone with
     /// --max-steps). Their config gains `ablation`: `uci.md` reports them in "Ablations of the
@@ -235,6 +240,8 @@ struct Plan {
     loss_temperature: f64,
     /// SMI's constant bandwidth factor (`None`: the paper's 1/ln m).
     bandwidth_factor: Option<f64>,
+    /// SMI keeps the paper's early-stopping rule (`--no-early-stopping` turns it off).
+    smi_early_stopping: bool,
     /// SMI's runs are an ablation of the paper's settings.
     ablation: bool,
     /// Every method fits standardised y (`--standardize-y`).
@@ -295,6 +302,7 @@ impl Plan {
             }
         }
         let ablation = args.ablation
+            || args.no_early_stopping
             || args.bandwidth_factor.is_some()
             || num_particles != PAPER_PARTICLES
             || elbo_draws != default_draws
@@ -307,6 +315,7 @@ impl Plan {
             init_scale,
             loss_temperature,
             bandwidth_factor: args.bandwidth_factor,
+            smi_early_stopping: !args.no_early_stopping,
             ablation,
             standardize_y: args.standardize_y,
             batch_size: 100,
@@ -336,7 +345,7 @@ impl Plan {
             elbo_draws: self.elbo_draws,
             batch_size: Some(self.batch_size.min(n)),
             init_radius: self.init_radius,
-            early_stopping: true,
+            early_stopping: !smi || self.smi_early_stopping,
             nuts: self.nuts.clone(),
             attraction: self.attraction,
             defect: self.defect,
@@ -403,8 +412,12 @@ impl Plan {
         let common = format!("b={}|init=U{}", self.batch_size, self.init_radius);
         let s = match method {
             Method::Smi => format!(
-                "lr={lr}|steps<={}|es=35x2|m={}|S={}|{common}|pred={}{}{}{}{}",
-                self.max_steps,
+                "lr={lr}|steps{}|m={}|S={}|{common}|pred={}{}{}{}{}",
+                if self.smi_early_stopping {
+                    format!("<={}|es=35x2", self.max_steps)
+                } else {
+                    format!("={}|es=off", self.max_steps)
+                },
                 self.num_particles,
                 self.elbo_draws,
                 self.pred_draws,

@@ -283,6 +283,19 @@ fn an_ablation_changes_smi_only_and_is_marked() {
     assert_eq!(bw.method_settings(100, Method::Svgd).kernel, None);
     assert_ne!(bw.file_tag(Method::Smi), m10.file_tag(Method::Smi));
     assert!(Plan::new(&args(&["--bandwidth-factor", "0"])).is_err());
+    // without early stopping: SMI's config and engine, not the others'
+    let off = Plan::new(&args(&["--no-early-stopping"])).unwrap();
+    assert_eq!(
+        off.config(Method::Smi, Some(5e-3)),
+        "lr=5e-3|steps=60000|es=off|m=5|S=100|b=100|init=U0.1|pred=5000|ablation|seed=0"
+    );
+    assert!(!off.method_settings(100, Method::Smi).early_stopping);
+    assert!(off.method_settings(100, Method::Svgd).early_stopping);
+    assert_eq!(
+        off.config(Method::Svgd, Some(5e-3)),
+        m10.config(Method::Svgd, Some(5e-3))
+    );
+    assert_ne!(off.file_tag(Method::Smi), short.file_tag(Method::Smi));
 }
 
 /// A small regression set, prepared as a unit's split is: 3 inputs, 60 training rows, 20 test.
