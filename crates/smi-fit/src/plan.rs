@@ -174,6 +174,7 @@ impl Plan {
             guide: o.guide,
             loss_temperature: 1.0,
             kernel: None,
+            scale_lr_factor: 1.0,
         }
     }
 }

@@ -37,6 +37,9 @@ pub struct Protocol {
     pub loss_temperature: f64,
     /// SMI's Stein kernel (`None`: the preset's RBF with the median bandwidth, the paper's).
     pub kernel: Option<smi::kernel::KernelSettings>,
+    /// SMI's factor on the guide scales' learning rate
+    /// ([`smi::SteinSettings::scale_lr_factor`]; 1: one rate, the paper's).
+    pub scale_lr_factor: f64,
 }
 
 impl Protocol {
@@ -79,6 +82,7 @@ impl Protocol {
                 s.attraction = self.attraction;
                 s.defect = self.defect;
                 s.loss_temperature = self.loss_temperature;
+                s.scale_lr_factor = self.scale_lr_factor;
                 if let Some(k) = &self.kernel {
                     s.kernel = k.clone();
                 }

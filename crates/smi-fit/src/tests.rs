@@ -291,6 +291,7 @@ fn tiny_fit(steps: u64) -> (BnnRegression, Protocol) {
         guide: None,
         loss_temperature: 1.0,
         kernel: None,
+        scale_lr_factor: 1.0,
     };
     (model, s)
 }

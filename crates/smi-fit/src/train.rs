@@ -249,6 +249,7 @@ mod tests {
             guide: None,
             loss_temperature: 1.0,
             kernel: None,
+            scale_lr_factor: 1.0,
         };
         let optimizer = |schedule| {
             let recipe = Recipe {

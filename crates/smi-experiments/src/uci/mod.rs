@@ -136,6 +136,11 @@ pub struct Args {
     /// guides). A value marks the run as an ablation.
     #[arg(long, value_name = "F")]
     pub bandwidth_factor: Option<f64>,
+    /// A factor c on the learning rate of SMI's guide scales ρ (each step moves ρ by c times
+    /// the optimizer's step, the locations by the step itself), for an ablation [default: 1,
+    /// one rate]. A value other than 1 marks the run as an ablation (`scale_lr=c`).
+    #[arg(long, value_name = "C")]
+    pub scale_lr_factor: Option<f64>,
     /// Run SMI for every step of --max-steps, without the paper's early-stopping rule on the
     /// force norm (docs/algorithms.md §7.3), for an ablation: SMI's config says `es=off` and
     /// the run is marked an ablation. The other methods keep the rule.
@@ -240,6 +245,8 @@ struct Plan {
     loss_temperature: f64,
     /// SMI's constant bandwidth factor (`None`: the paper's 1/ln m).
     bandwidth_factor: Option<f64>,
+    /// SMI's factor on the scales' learning rate (1: one rate).
+    scale_lr_factor: f64,
     /// SMI keeps the paper's early-stopping rule (`--no-early-stopping` turns it off).
     smi_early_stopping: bool,
     /// SMI's runs are an ablation of the paper's settings.
@@ -296,6 +303,10 @@ impl Plan {
         if !(loss_temperature > 0.0 && loss_temperature.is_finite()) {
             bail!("--loss-temperature {loss_temperature}: τ must be positive and finite");
         }
+        let scale_lr_factor = args.scale_lr_factor.unwrap_or(1.0);
+        if !(scale_lr_factor > 0.0 && scale_lr_factor.is_finite()) {
+            bail!("--scale-lr-factor {scale_lr_factor}: the factor must be positive and finite");
+        }
         if let Some(f) = args.bandwidth_factor {
             if !(f > 0.0 && f.is_finite()) {
                 bail!("--bandwidth-factor {f}: the factor must be positive and finite");
@@ -303,6 +314,7 @@ impl Plan {
         }
         let ablation = args.ablation
             || args.no_early_stopping
+            || scale_lr_factor != 1.0
             || args.bandwidth_factor.is_some()
             || num_particles != PAPER_PARTICLES
             || elbo_draws != default_draws
@@ -316,6 +328,7 @@ impl Plan {
             loss_temperature,
             bandwidth_factor: args.bandwidth_factor,
             smi_early_stopping: !args.no_early_stopping,
+            scale_lr_factor,
             ablation,
             standardize_y: args.standardize_y,
             batch_size: 100,
@@ -355,6 +368,7 @@ impl Plan {
                 },
             ),
             loss_temperature: if smi { self.loss_temperature } else { 1.0 },
+            scale_lr_factor: if smi { self.scale_lr_factor } else { 1.0 },
             kernel: self.bandwidth_factor.filter(|_| smi).map(|f| {
                 smi::kernel::KernelSettings::Rbf {
                     mode: smi::kernel::Mode::Norm,
@@ -365,7 +379,7 @@ impl Plan {
     }
 
     /// What SMI's config gains for an ablation: nothing for the paper's settings, else the
-    /// changed init scale and temperature and the `ablation` mark (m and S are always in it).
+    /// changed init scale, temperature, bandwidth and scale rate and the `ablation` mark (m and S are always in it).
     fn ablation_suffix(&self) -> String {
         if !self.ablation {
             return String::new();
@@ -379,6 +393,9 @@ impl Plan {
         }
         if let Some(f) = self.bandwidth_factor {
             s.push_str(&format!("|bw={f}"));
+        }
+        if self.scale_lr_factor != 1.0 {
+            s.push_str(&format!("|scale_lr={}", self.scale_lr_factor));
         }
         s + "|ablation"
     }

@@ -296,6 +296,14 @@ fn an_ablation_changes_smi_only_and_is_marked() {
         m10.config(Method::Svgd, Some(5e-3))
     );
     assert_ne!(off.file_tag(Method::Smi), short.file_tag(Method::Smi));
+    // a factor on the scales' learning rate: SMI's config and engine only
+    let c = Plan::new(&args(&["--scale-lr-factor", "10"])).unwrap();
+    assert!(c
+        .config(Method::Smi, Some(5e-4))
+        .ends_with("|pred=5000|scale_lr=10|ablation|seed=0"));
+    assert_eq!(c.method_settings(100, Method::Smi).scale_lr_factor, 10.0);
+    assert_eq!(c.method_settings(100, Method::Svgd).scale_lr_factor, 1.0);
+    assert!(Plan::new(&args(&["--scale-lr-factor", "0"])).is_err());
 }
 
 /// A small regression set, prepared as a unit's split is: 3 inputs, 60 training rows, 20 test.

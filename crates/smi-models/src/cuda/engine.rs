@@ -301,6 +301,8 @@ fn supported(settings: &SteinSettings) -> Result<()> {
         "shared (non-mixture) parameters"
     } else if settings.defect.is_some() {
         "a reproduced NumPyro defect (a diagnostic switch: run it on the CPU)"
+    } else if settings.scale_lr_factor != 1.0 {
+        "a learning-rate factor on the guide's scales (an ablation: run it on the CPU)"
     } else {
         return Ok(());
     };

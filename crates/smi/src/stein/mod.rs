@@ -320,7 +320,31 @@ impl<M: LogDensity + ?Sized> Engine for SteinVi<'_, M> {
             let loss = phi.frobenius_norm();
             (phi.into_vec(), loss, elbo)
         });
-        engine::apply_ascent(state, &st.optimizer, st.on_non_finite, result)
+        if st.scale_lr_factor == 1.0 {
+            return engine::apply_ascent(state, &st.optimizer, st.on_non_finite, result);
+        }
+        // ρ moves by the factor times the optimizer's step: ρ ← ρ₀ + c·(ρ₁ − ρ₀).
+        let d = self.model.dim();
+        let before: Vec<f64> = state
+            .particles
+            .as_slice()
+            .chunks(state.particles.cols())
+            .flat_map(|row| row[d..2 * d].iter().copied())
+            .collect();
+        let info = engine::apply_ascent(state, &st.optimizer, st.on_non_finite, result)?;
+        let cols = state.particles.cols();
+        let c = st.scale_lr_factor;
+        for (row, old) in state
+            .particles
+            .as_mut_slice()
+            .chunks_mut(cols)
+            .zip(before.chunks(d))
+        {
+            for (r, r0) in row[d..2 * d].iter_mut().zip(old) {
+                *r = r0 + c * (*r - r0);
+            }
+        }
+        Ok(info)
     }
 }
 

@@ -108,7 +108,8 @@ impl std::str::FromStr for NumpyroDefect {
 /// m = 5 particles, S = 10 ELBO draws, RBF kernel, Adam(0.1) with reduce-on-plateau (as
 /// [`crate::SviSettings::ovi`], chosen by measurement: docs/defaults.md), τ = α = 1, paper
 /// normalisation, shared gradients, constant schedule, full batch, log-Jacobian included,
-/// non-finite steps skipped, seed 0, no shared (non-mixture) parameters, no reproduced defect.
+/// non-finite steps skipped, seed 0, no shared (non-mixture) parameters, no reproduced defect,
+/// one learning rate for every column.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 pub struct SteinSettings {
     /// m, the number of particles (mixture components).
@@ -169,6 +170,22 @@ pub struct SteinSettings {
     /// unchanged.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub defect: Option<NumpyroDefect>,
+    /// A factor on the learning rate of the guide's scale columns ρ (columns d..2d of every
+    /// particle; Normal, low-rank and full-rank guides): each step moves ρ by this factor
+    /// times the optimizer's step, the locations and factors by the step itself. Default 1
+    /// (one rate for every column, the paper's); another value is an ablation of the scale's
+    /// learning rate. Omitted from the serialised settings when 1, so records and checkpoint
+    /// fingerprints without it are unchanged.
+    #[serde(default = "one", skip_serializing_if = "is_one")]
+    pub scale_lr_factor: f64,
+}
+
+fn one() -> f64 {
+    1.0
+}
+
+fn is_one(v: &f64) -> bool {
+    *v == 1.0
 }
 
 impl Default for SteinSettings {
@@ -199,6 +216,7 @@ impl SteinSettings {
             seed: 0,
             shared: Vec::new(),
             defect: None,
+            scale_lr_factor: 1.0,
         }
     }
 
@@ -313,6 +331,18 @@ impl SteinSettings {
             return Err(Error::invalid(
                 "num_particles",
                 "needs at least one particle",
+            ));
+        }
+        if !(self.scale_lr_factor.is_finite() && self.scale_lr_factor > 0.0) {
+            return Err(Error::invalid(
+                "scale_lr_factor",
+                format!("must be finite and > 0, got {}", self.scale_lr_factor),
+            ));
+        }
+        if self.scale_lr_factor != 1.0 && self.guide == GuideSettings::Delta {
+            return Err(Error::invalid(
+                "scale_lr_factor",
+                "the Delta guide has no scale columns; leave it at 1",
             ));
         }
         for (field, v) in [

@@ -3,7 +3,7 @@
 
 use super::*;
 use crate::model::PerDraw;
-use crate::{Error, Init, OptimizerSettings, SteinSettings};
+use crate::{Error, GuideSettings, Init, OptimizerSettings, SteinSettings};
 
 /// θ = (z ∈ R², μ): log p = log(½N(z₀; −2, 0.5²) + ½N(z₀; 2, 0.5²)) − z₁²/2 − (μ − 1)²/2
 /// − 0.1·(μ − z₀)² (unnormalised), blocks `"z"` and `"mu"`; no `sample_prior`. The z₀ part is
@@ -314,4 +314,61 @@ fn particles_whose_kernel_matrices_cannot_be_allocated_are_refused() {
     let mut s = SteinSettings::smi();
     s.num_particles = 2_000;
     assert!(SteinVi::new(&Coupled, s).is_ok());
+}
+
+#[test]
+fn a_scale_learning_rate_factor_moves_only_the_scales_by_that_factor() {
+    // One step from the same state: the locations move as with one rate, the scales ρ by
+    // c times as far (the same force and optimizer step, rescaled); c = 1 is the plain step
+    // and leaves the settings' serialised form (the checkpoint fingerprint) as it was.
+    let model = Coupled;
+    let base = settings(SteinSettings::smi(), 3, 5);
+    let plain = SteinVi::new(&model, base.clone()).unwrap();
+    let c = 4.0;
+    let scaled = SteinVi::new(
+        &model,
+        SteinSettings {
+            scale_lr_factor: c,
+            ..base.clone()
+        },
+    )
+    .unwrap();
+    let start = plain.init().unwrap();
+    let (mut a, mut b) = (start.clone(), start.clone());
+    plain.step(&mut a, None).unwrap();
+    scaled.step(&mut b, None).unwrap();
+    let (p0, pa, pb) = (
+        start.particles.as_slice(),
+        a.particles.as_slice(),
+        b.particles.as_slice(),
+    );
+    let d = 3;
+    let mut moved = 0;
+    for i in 0..p0.len() {
+        if i % (2 * d) < d {
+            assert_eq!(pa[i], pb[i], "location {i}");
+        } else {
+            let (da, db) = (pa[i] - p0[i], pb[i] - p0[i]);
+            assert!(
+                (db - c * da).abs() <= 1e-12 * (1.0 + da.abs()),
+                "ρ {i}: {da} {db}"
+            );
+            moved += usize::from(da != 0.0);
+        }
+    }
+    assert!(moved > 0, "the scales moved");
+    assert!(!serde_json::to_string(&base).unwrap().contains("scale_lr"));
+    let bad = |c: f64, guide| {
+        SteinSettings {
+            scale_lr_factor: c,
+            guide,
+            ..base.clone()
+        }
+        .validate()
+        .is_err()
+    };
+    assert!(bad(0.0, GuideSettings::normal()));
+    assert!(bad(f64::NAN, GuideSettings::normal()));
+    assert!(bad(2.0, GuideSettings::Delta));
+    assert!(!bad(2.0, GuideSettings::normal()));
 }
