@@ -273,7 +273,7 @@ proptest! {
 }
 
 /// A 1 → 3 → 1 regression network on 20 rows, and its settings with `steps` steps.
-fn tiny_fit(steps: u64) -> (BnnRegression, Protocol) {
+pub(crate) fn tiny_fit(steps: u64) -> (BnnRegression, Protocol) {
     let x = Matrix::from_fn(20, 1, |i, _| i as f64 / 10.0 - 1.0);
     let y = (0..20).map(|i| (i as f64 / 5.0).sin()).collect();
     let mlp = Mlp::new(&[1, 3, 1], Activation::Relu).unwrap();

@@ -237,19 +237,8 @@ mod tests {
     #[test]
     fn the_cosine_schedule_spans_the_budget() {
         let s = Protocol {
-            max_steps: 700,
-            num_particles: 2,
-            elbo_draws: 2,
             batch_size: None,
-            init_radius: 0.1,
-            early_stopping: false,
-            nuts: Default::default(),
-            attraction: Default::default(),
-            defect: None,
-            guide: None,
-            loss_temperature: 1.0,
-            kernel: None,
-            scale_lr_factor: 1.0,
+            ..crate::tests::tiny_fit(700).1
         };
         let optimizer = |schedule| {
             let recipe = Recipe {
