@@ -129,7 +129,6 @@ pub fn fit_engine(
         Ok(None) => engine.init()?,
         Err(e) => {
             eprintln!("{label}: not resuming ({e}); starting afresh");
-            files.restart_clock();
             engine.init()?
         }
     };

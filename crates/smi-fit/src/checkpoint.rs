@@ -58,8 +58,7 @@ impl Paths {
     }
 
     /// The core's checkpoint in these files: the state, and `meta` as the fields of its
-    /// sidecar (the sidecar's own `seconds` replace `meta.seconds`: the seconds trained at
-    /// each save).
+    /// sidecar (beside the sidecar's own step and seconds trained, [`smi::Sidecar`]).
     ///
     /// # Errors
     /// A `meta` that cannot be serialised.
@@ -140,9 +139,6 @@ pub struct Meta {
     pub lr_grid: Vec<(f64, Option<f64>)>,
     /// S, ELBO draws per particle.
     pub elbo_draws: usize,
-    /// Seconds trained so far, as of the last save of the state (the sidecar's own field).
-    #[serde(default)]
-    pub seconds: f64,
     /// T, the likelihood temperature of the fit (`None` in checkpoints of an smi that did not
     /// record it).
     #[serde(default)]

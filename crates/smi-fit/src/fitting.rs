@@ -246,7 +246,6 @@ pub fn fit(source: &Source<'_>, o: &FitOptions, control: &RunControl<'_>) -> Res
         lr_mode: lr_mode.clone(),
         lr_grid: grid_scores.clone(),
         elbo_draws: plan.elbo_draws,
-        seconds: 0.0,
         temperature: Some(plan.temperature),
         lr_schedule: Some(o.lr_schedule),
         model_options: Some(plan.model_options.clone()),

@@ -228,12 +228,15 @@ pub(super) fn train(
     if let Some(dir) = ckpt.parent() {
         std::fs::create_dir_all(dir).with_context(|| format!("cannot create {}", dir.display()))?;
     }
+    if plan.resume {
+        restore_compressed(&ckpt, &label);
+    }
+    // Its clock starts here (or where `try_resume` loads a state): training time.
     let mut files = FileCheckpoint::new(&ckpt)
         .with_sidecar(progress_path)
         .with_copy(write_compressed)
         .with_fields(json!({"train_key": key, "steps_per_epoch": spe}))?;
     let resumed = if plan.resume {
-        restore_compressed(&ckpt, &label);
         try_resume(engine, &mut files, key, total, &label)?
     } else {
         None
@@ -250,11 +253,10 @@ pub(super) fn train(
             // When nothing is left to train, the checkpoint's last epoch is the final one.
             (r.state, r.epoch_loss)
         }
-        None => {
-            files.restart_clock();
-            let state = engine.init().context("cannot initialise the particles")?;
-            (state, f64::NAN)
-        }
+        None => (
+            engine.init().context("cannot initialise the particles")?,
+            f64::NAN,
+        ),
     };
     let mut log = EpochLog {
         plan,

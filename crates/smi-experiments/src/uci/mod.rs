@@ -379,7 +379,8 @@ impl Plan {
     }
 
     /// What SMI's config gains for an ablation: nothing for the paper's settings, else the
-    /// changed init scale, temperature, bandwidth and scale rate and the `ablation` mark (m and S are always in it).
+    /// changed init scale, temperature, bandwidth and scale rate and the `ablation` mark (m
+    /// and S are always in it).
     fn ablation_suffix(&self) -> String {
         if !self.ablation {
             return String::new();

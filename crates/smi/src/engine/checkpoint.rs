@@ -265,13 +265,22 @@ impl FileCheckpoint {
     }
 
     /// The saved state, if there is one, checked by `engine`; the clock then continues from
-    /// its sidecar's seconds (from zero when the sidecar does not describe it) and this
-    /// piece's clock restarts.
+    /// its sidecar's seconds (from zero when the sidecar does not describe it). Whatever the
+    /// outcome, this piece's clock starts when `load` returns: a run that starts afresh after a
+    /// refused state times itself from there.
     ///
     /// # Errors
     /// What [`Engine::load_state`] says of a state it refuses (another configuration, a torn
-    /// or foreign file); the clock is then left alone.
+    /// or foreign file); the earlier pieces' seconds are then left alone.
     pub fn load(&mut self, engine: &dyn Engine) -> Result<Option<Resumed>> {
+        let resumed = self.read_state(engine);
+        self.wall = Instant::now();
+        self.cpu = CpuClock::start();
+        resumed
+    }
+
+    /// [`FileCheckpoint::load`] without the clock's restart.
+    fn read_state(&mut self, engine: &dyn Engine) -> Result<Option<Resumed>> {
         if !self.path.is_file() {
             return Ok(None);
         }
@@ -286,14 +295,7 @@ impl FileCheckpoint {
         self.last_epoch = sidecar
             .as_ref()
             .and_then(|s| Some((s.epoch?, s.epoch_loss.unwrap_or(f64::NAN))));
-        self.restart_clock();
         Ok(Some(Resumed { state, sidecar }))
-    }
-
-    /// Restarts this piece's clock (the earlier pieces' seconds stay).
-    pub fn restart_clock(&mut self) {
-        self.wall = Instant::now();
-        self.cpu = CpuClock::start();
     }
 
     /// The seconds of the earlier pieces (from a loaded sidecar).
@@ -302,7 +304,7 @@ impl FileCheckpoint {
     }
 
     /// The seconds as of the last save: what the last sidecar says (the earlier pieces' before
-    /// any save of this piece). A run resumed at its end and saved again reports the same.
+    /// any save of this piece, and always for [`FileCheckpoint::state_only`]). A run resumed at its end and saved again reports the same.
     pub fn at_last_save(&self) -> Elapsed {
         self.saved
     }
@@ -356,11 +358,11 @@ impl Checkpoint for FileCheckpoint {
         if at.epoch.is_some() {
             self.last_epoch = at.epoch;
         }
-        let now = self.elapsed();
-        self.saved = now;
         let Some(path) = &self.sidecar else {
             return Ok(());
         };
+        let now = self.elapsed();
+        self.saved = now;
         let sidecar = Sidecar {
             step: Some(state.step),
             seconds: now.seconds,

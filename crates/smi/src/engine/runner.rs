@@ -92,8 +92,8 @@ pub struct RunSettings {
     /// Save the state to this file every `checkpoint_every` steps and at the end (the state
     /// alone; [`crate::run_with_checkpoint`] takes a [`crate::Checkpoint`] with a sidecar).
     pub checkpoint: Option<PathBuf>,
-    /// Steps between checkpoints, of either kind (0: only at the end). With epochs, a multiple of the steps
-    /// per epoch saves at epoch ends, before [`Observer::on_epoch_end`].
+    /// Steps between checkpoints, of either kind (0: only at the end). With epochs, a multiple
+    /// of the steps per epoch saves at epoch ends, before [`Observer::on_epoch_end`].
     pub checkpoint_every: u64,
     /// Where each step's rows come from (default: the engine's own).
     pub rows: RowSource,
@@ -218,8 +218,9 @@ pub struct RunResult {
 /// rule does not fire while the recent estimates still trend ([`crate::ElboTrack::trend`]).
 ///
 /// Observers see every step. With a checkpoint file, the state is saved atomically every
-/// `checkpoint_every` steps and at the end of a run that took a step. A state whose rule has already fired (early
-/// stopping or convergence, under the same rule) returns at once with that termination.
+/// `checkpoint_every` steps and at the end of a run that took a step. A state whose rule has
+/// already fired (early stopping or convergence, under the same rule) returns at once with that
+/// termination.
 ///
 /// # Errors
 /// Invalid convergence or epoch settings; the first non-recoverable engine error (with the
