@@ -125,6 +125,12 @@ pub struct Args {
     /// default enters SMI's training key and its file names (`-scale0=S`).
     #[arg(long, value_name = "SCALE")]
     pub init_scale: Option<f64>,
+    /// SMI's factor c on the guide scales' own step, for an ablation: after each optimizer step
+    /// ρ moves c times as far as the step, the locations by the step itself [default: 1].
+    /// A value other than the default enters SMI's training key and its file names
+    /// (`-scale_lr=C`); the CUDA engine refuses it.
+    #[arg(long, value_name = "C")]
+    pub scale_lr_factor: Option<f64>,
     /// SMI's Adagrad learning rate, for an ablation [default: 0.7 for 1 hidden layer, 0.8 for
     /// 2]. A value other than the default enters SMI's training key and its file names
     /// (`-lr=LR`); SVGD and ASVGD keep the paper's rate.
@@ -236,6 +242,8 @@ struct Plan {
     loss_temperature: f64,
     /// SMI's initial guide scale σ₀ ([`SMI_INIT_SCALE`]: the paper's).
     init_scale: f64,
+    /// SMI's factor on the guide scales' step (1: the paper's).
+    scale_lr_factor: f64,
     /// SMI's Adagrad rate (`None`: the paper's, [`adagrad_lr`]).
     lr: Option<f64>,
     max_steps_per_epoch: Option<u64>,
@@ -293,6 +301,10 @@ impl Plan {
                 "--init-scale {init_scale}: the guide's initial scale must be positive and finite"
             );
         }
+        let scale_lr_factor = args.scale_lr_factor.unwrap_or(1.0);
+        if !(scale_lr_factor > 0.0 && scale_lr_factor.is_finite()) {
+            bail!("--scale-lr-factor {scale_lr_factor}: the factor must be positive and finite");
+        }
         if let Some(lr) = args.lr {
             if !(lr > 0.0 && lr.is_finite()) {
                 bail!("--lr {lr}: the learning rate must be positive and finite");
@@ -327,6 +339,7 @@ impl Plan {
             particles,
             loss_temperature,
             init_scale,
+            scale_lr_factor,
             lr: args.lr,
             max_steps_per_epoch: args.max_steps_per_epoch,
             train_size,
@@ -379,11 +392,12 @@ impl Plan {
         };
         let guide = match method {
             Method::Smi => format!(
-                "m={} S={} normal(init=uniform(2),scale={}){}{}{}{}",
+                "m={} S={} normal(init=uniform(2),scale={}){}{}{}{}{}",
                 self.particles,
                 self.elbo_draws,
                 self.init_scale,
                 self.tau_suffix(" "),
+                self.scale_lr_suffix(" "),
                 attraction_suffix(self.attraction, " "),
                 defect_suffix(self.defect, " "),
                 match self.device {
@@ -427,8 +441,9 @@ impl Plan {
         };
         let lr = self.lr.map_or(String::new(), |lr| format!("-lr={lr}"));
         format!(
-            "{m}{scale}{lr}{}{}{}{}",
+            "{m}{scale}{lr}{}{}{}{}{}",
             self.tau_suffix("-"),
+            self.scale_lr_suffix("-"),
             attraction_suffix(self.attraction, "-"),
             defect_suffix(self.defect, "-"),
             match self.device {
@@ -449,6 +464,15 @@ impl Plan {
             String::new()
         } else {
             format!("{sep}tau={}", self.loss_temperature)
+        }
+    }
+
+    /// `{sep}scale_lr=c` for a factor on the guide scales' step other than 1, else nothing.
+    fn scale_lr_suffix(&self, sep: &str) -> String {
+        if self.scale_lr_factor == 1.0 {
+            String::new()
+        } else {
+            format!("{sep}scale_lr={}", self.scale_lr_factor)
         }
     }
 
@@ -766,6 +790,7 @@ fn run_unit(
             s.attraction = plan.attraction;
             s.defect = plan.defect;
             s.loss_temperature = plan.loss_temperature;
+            s.scale_lr_factor = plan.scale_lr_factor;
         }
         (MethodSettings::Stein(s), Method::Asvgd) => {
             s.schedule = asvgd_schedule(total);

@@ -321,7 +321,8 @@ fn variant_section(title: &str, intro: &str, runs: &[&Map<String, Value>]) -> St
 /// Whether a record's config is a variant of the paper's settings: NumPyro's attraction
 /// normalisation, SMI with other than the paper's 5 particles (`m=M S=`), initial guide scale
 /// (`scale=`) or Adagrad rate (`adagrad(LR)` other than [`super::adagrad_lr`] of the config's
-/// `layers=`), or with a likelihood temperature (`tau=`), or a GPU run.
+/// `layers=`), or with a likelihood temperature (`tau=`) or a factor on the scales' step
+/// (`scale_lr=`), or a GPU run.
 pub(super) fn is_variant(config: &str) -> bool {
     let value = |prefix: &str, suffix: &str| -> Option<f64> {
         config
@@ -345,6 +346,7 @@ pub(super) fn is_variant(config: &str) -> bool {
         });
     config.contains("attraction=")
         || config.contains("tau=")
+        || config.contains("scale_lr=")
         || config.contains("device=")
         || smi_particles.is_some_and(|m| m != super::PARTICLES)
         || scale.is_some_and(|s| s != super::SMI_INIT_SCALE)

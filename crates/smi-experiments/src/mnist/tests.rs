@@ -29,6 +29,7 @@ fn steps_per_epoch_drop_the_remainder() {
         particles: None,
         loss_temperature: None,
         init_scale: None,
+        scale_lr_factor: None,
         lr: None,
         max_steps_per_epoch: None,
         train_size: None,
@@ -301,6 +302,18 @@ fn variants_keep_their_state_files_apart() {
         .contains("scale=0.1) tau=10 seed="));
     assert!(!cold.train_key(1, Method::Svgd, 60_000).contains("tau="));
     assert!(Plan::new(&crate::parse_args::<Args>(&["--loss-temperature", "0"])).is_err());
+    let scales = plan(&["--scale-lr-factor", "0.1"]);
+    assert_eq!(scales.file_tag(Method::Smi), "-scale_lr=0.1");
+    assert!(scales
+        .train_key(1, Method::Smi, 60_000)
+        .contains("scale=0.1) scale_lr=0.1 seed="));
+    assert!(!scales
+        .train_key(1, Method::Svgd, 60_000)
+        .contains("scale_lr="));
+    assert!(!plan(&[])
+        .train_key(1, Method::Smi, 60_000)
+        .contains("scale_lr="));
+    assert!(Plan::new(&crate::parse_args::<Args>(&["--scale-lr-factor", "0"])).is_err());
 }
 
 #[test]
@@ -318,6 +331,9 @@ fn variants_of_the_paper_settings_are_recognised() {
         &paper.replace(" seed=142", " device=cuda seed=142")
     ));
     assert!(is_variant(&paper.replace(" seed=142", " tau=10 seed=142")));
+    assert!(is_variant(
+        &paper.replace(" seed=142", " scale_lr=0.1 seed=142")
+    ));
     assert!(is_variant(&paper.replace("scale=0.1)", "scale=0.01)")));
     assert!(is_variant(&paper.replace("adagrad(0.7)", "adagrad(0.35)")));
     // the paper's rate of two layers is not a variant there
