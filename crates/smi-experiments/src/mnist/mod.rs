@@ -108,7 +108,8 @@ pub struct Args {
     /// sampled labels differ); SVGD/ASVGD use their 5 particles [default: 50; with --quick: 5].
     #[arg(long)]
     pub draws: Option<usize>,
-    /// SMI's ELBO draws per particle and step, S [default: 55; with --quick: 10].
+    /// SMI's ELBO draws per particle and step, S [default: 55; with --quick: 10]. A value other
+    /// than the default enters SMI's training key and its file names (`-S=S`).
     #[arg(long)]
     pub elbo_draws: Option<usize>,
     /// SMI's number of particles m, for an ablation of the paper's settings [default: 5]. A
@@ -236,6 +237,8 @@ struct Plan {
     epochs: u64,
     draws: usize,
     elbo_draws: usize,
+    /// The default S of the run's mode (55, or 10 with `--quick`): another S tags SMI's files.
+    default_elbo_draws: usize,
     /// SMI's particles m.
     particles: usize,
     /// SMI's likelihood temperature τ (1: the paper's).
@@ -281,9 +284,8 @@ impl Plan {
         if draws == 0 {
             bail!("--draws must be at least 1");
         }
-        let elbo_draws =
-            args.elbo_draws
-                .unwrap_or(if q { QUICK_ELBO_DRAWS } else { SMI_ELBO_DRAWS });
+        let default_elbo_draws = if q { QUICK_ELBO_DRAWS } else { SMI_ELBO_DRAWS };
+        let elbo_draws = args.elbo_draws.unwrap_or(default_elbo_draws);
         if elbo_draws == 0 {
             bail!("--elbo-draws must be at least 1");
         }
@@ -336,6 +338,7 @@ impl Plan {
             epochs,
             draws,
             elbo_draws,
+            default_elbo_draws,
             particles,
             loss_temperature,
             init_scale,
@@ -422,8 +425,8 @@ impl Plan {
     }
 
     /// What the names of a unit's state, progress and lock files gain: nothing for the paper's
-    /// settings, the changed setting for SMI's variants (`-attraction=numpyro`,
-    /// `-defect=double-transform`), so that variants can run beside each other and beside the
+    /// settings, the changed setting for SMI's variants (`-m=3`, `-S=10`, `-attraction=numpyro`,
+    /// `-defect=double-transform`, …), so that variants can run beside each other and beside the
     /// paper's unit.
     pub(super) fn file_tag(&self, method: Method) -> String {
         if method != Method::Smi {
@@ -434,6 +437,11 @@ impl Plan {
         } else {
             format!("-m={}", self.particles)
         };
+        let draws = if self.elbo_draws == self.default_elbo_draws {
+            String::new()
+        } else {
+            format!("-S={}", self.elbo_draws)
+        };
         let scale = if self.init_scale == SMI_INIT_SCALE {
             String::new()
         } else {
@@ -441,7 +449,7 @@ impl Plan {
         };
         let lr = self.lr.map_or(String::new(), |lr| format!("-lr={lr}"));
         format!(
-            "{m}{scale}{lr}{}{}{}{}{}",
+            "{m}{draws}{scale}{lr}{}{}{}{}{}",
             self.tau_suffix("-"),
             self.scale_lr_suffix("-"),
             attraction_suffix(self.attraction, "-"),

@@ -319,7 +319,8 @@ fn variant_section(title: &str, intro: &str, runs: &[&Map<String, Value>]) -> St
 }
 
 /// Whether a record's config is a variant of the paper's settings: NumPyro's attraction
-/// normalisation, SMI with other than the paper's 5 particles (`m=M S=`), initial guide scale
+/// normalisation, SMI with other than the paper's 5 particles or 55 ELBO draws (`m=M S=S`; a
+/// quick run's `train=512` keeps its S = 10 without being a variant), initial guide scale
 /// (`scale=`) or Adagrad rate (`adagrad(LR)` other than [`super::adagrad_lr`] of the config's
 /// `layers=`), or with a likelihood temperature (`tau=`) or a factor on the scales' step
 /// (`scale_lr=`), or a GPU run.
@@ -335,20 +336,24 @@ pub(super) fn is_variant(config: &str) -> bool {
     let other_lr = lr
         .zip(layers)
         .is_some_and(|(lr, l)| lr != super::adagrad_lr(l));
-    let smi_particles = config
+    let smi_particles_draws =
+        config
+            .split(' ')
+            .zip(config.split(' ').skip(1))
+            .find_map(|(a, b)| {
+                let m = a.strip_prefix("m=")?.parse::<usize>().ok()?;
+                let s = b.strip_prefix("S=")?.parse::<usize>().ok()?;
+                Some((m, s))
+            });
+    let quick = config
         .split(' ')
-        .zip(config.split(' ').skip(1))
-        .find_map(|(a, b)| {
-            let m = a.strip_prefix("m=")?;
-            b.starts_with("S=")
-                .then(|| m.parse::<usize>().ok())
-                .flatten()
-        });
+        .any(|t| t == format!("train={}", super::QUICK_TRAIN));
     config.contains("attraction=")
         || config.contains("tau=")
         || config.contains("scale_lr=")
         || config.contains("device=")
-        || smi_particles.is_some_and(|m| m != super::PARTICLES)
+        || smi_particles_draws
+            .is_some_and(|(m, s)| m != super::PARTICLES || (s != super::SMI_ELBO_DRAWS && !quick))
         || scale.is_some_and(|s| s != super::SMI_INIT_SCALE)
         || other_lr
 }

@@ -302,6 +302,12 @@ fn variants_keep_their_state_files_apart() {
         .contains("scale=0.1) tau=10 seed="));
     assert!(!cold.train_key(1, Method::Svgd, 60_000).contains("tau="));
     assert!(Plan::new(&crate::parse_args::<Args>(&["--loss-temperature", "0"])).is_err());
+    assert_eq!(plan(&["--elbo-draws", "10"]).file_tag(Method::Smi), "-S=10");
+    assert_eq!(plan(&["--quick"]).file_tag(Method::Smi), "");
+    assert_eq!(
+        plan(&["--quick", "--elbo-draws", "55"]).file_tag(Method::Smi),
+        "-S=55"
+    );
     let scales = plan(&["--scale-lr-factor", "0.1"]);
     assert_eq!(scales.file_tag(Method::Smi), "-scale_lr=0.1");
     assert!(scales
@@ -324,6 +330,13 @@ fn variants_of_the_paper_settings_are_recognised() {
                  seed=142 epochs=100 draws=50 test=10000";
     assert!(!is_variant(paper));
     assert!(is_variant(&paper.replace("m=5 S=55", "m=1 S=55")));
+    assert!(is_variant(&paper.replace("m=5 S=55", "m=5 S=10")));
+    // a quick run's S = 10 is its mode's default
+    assert!(!is_variant(
+        &paper
+            .replace("train=60000", "train=512")
+            .replace("m=5 S=55", "m=5 S=10")
+    ));
     assert!(is_variant(
         &paper.replace(" seed=142", " attraction=numpyro seed=142")
     ));
