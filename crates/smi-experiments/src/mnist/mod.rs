@@ -399,8 +399,8 @@ impl Plan {
                 self.particles,
                 self.elbo_draws,
                 self.init_scale,
-                self.tau_suffix(" "),
-                self.scale_lr_suffix(" "),
+                changed(" ", "tau", self.loss_temperature, 1.0),
+                changed(" ", "scale_lr", self.scale_lr_factor, 1.0),
                 attraction_suffix(self.attraction, " "),
                 defect_suffix(self.defect, " "),
                 match self.device {
@@ -432,26 +432,14 @@ impl Plan {
         if method != Method::Smi {
             return String::new();
         }
-        let m = if self.particles == PARTICLES {
-            String::new()
-        } else {
-            format!("-m={}", self.particles)
-        };
-        let draws = if self.elbo_draws == self.default_elbo_draws {
-            String::new()
-        } else {
-            format!("-S={}", self.elbo_draws)
-        };
-        let scale = if self.init_scale == SMI_INIT_SCALE {
-            String::new()
-        } else {
-            format!("-scale0={}", self.init_scale)
-        };
         let lr = self.lr.map_or(String::new(), |lr| format!("-lr={lr}"));
         format!(
-            "{m}{draws}{scale}{lr}{}{}{}{}{}",
-            self.tau_suffix("-"),
-            self.scale_lr_suffix("-"),
+            "{}{}{}{lr}{}{}{}{}{}",
+            changed("-", "m", self.particles, PARTICLES),
+            changed("-", "S", self.elbo_draws, self.default_elbo_draws),
+            changed("-", "scale0", self.init_scale, SMI_INIT_SCALE),
+            changed("-", "tau", self.loss_temperature, 1.0),
+            changed("-", "scale_lr", self.scale_lr_factor, 1.0),
             attraction_suffix(self.attraction, "-"),
             defect_suffix(self.defect, "-"),
             match self.device {
@@ -466,24 +454,6 @@ impl Plan {
         self.lr.unwrap_or_else(|| adagrad_lr(layers))
     }
 
-    /// `{sep}tau=τ` for SMI's likelihood temperature other than 1, else nothing.
-    fn tau_suffix(&self, sep: &str) -> String {
-        if self.loss_temperature == 1.0 {
-            String::new()
-        } else {
-            format!("{sep}tau={}", self.loss_temperature)
-        }
-    }
-
-    /// `{sep}scale_lr=c` for a factor on the guide scales' step other than 1, else nothing.
-    fn scale_lr_suffix(&self, sep: &str) -> String {
-        if self.scale_lr_factor == 1.0 {
-            String::new()
-        } else {
-            format!("{sep}scale_lr={}", self.scale_lr_factor)
-        }
-    }
-
     /// The record's config: the training key plus epochs and evaluation settings.
     fn config(&self, layers: usize, method: Method, n: usize, n_test: usize) -> String {
         format!(
@@ -492,6 +462,21 @@ impl Plan {
             self.epochs,
             self.draws
         )
+    }
+}
+
+/// `{sep}{name}={value}` for a setting changed from its `default`, else nothing: what a variant
+/// adds to SMI's training key and file names.
+fn changed<T: PartialEq + std::fmt::Display>(
+    sep: &str,
+    name: &str,
+    value: T,
+    default: T,
+) -> String {
+    if value == default {
+        String::new()
+    } else {
+        format!("{sep}{name}={value}")
     }
 }
 

@@ -345,9 +345,8 @@ pub(super) fn is_variant(config: &str) -> bool {
                 let s = b.strip_prefix("S=")?.parse::<usize>().ok()?;
                 Some((m, s))
             });
-    let quick = config
-        .split(' ')
-        .any(|t| t == format!("train={}", super::QUICK_TRAIN));
+    let quick_train = format!("train={}", super::QUICK_TRAIN);
+    let quick = config.split(' ').any(|t| t == quick_train);
     config.contains("attraction=")
         || config.contains("tau=")
         || config.contains("scale_lr=")

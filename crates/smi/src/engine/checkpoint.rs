@@ -304,7 +304,8 @@ impl FileCheckpoint {
     }
 
     /// The seconds as of the last save: what the last sidecar says (the earlier pieces' before
-    /// any save of this piece, and always for [`FileCheckpoint::state_only`]). A run resumed at its end and saved again reports the same.
+    /// any save of this piece, and always for [`FileCheckpoint::state_only`]). A run resumed at
+    /// its end and saved again reports the same.
     pub fn at_last_save(&self) -> Elapsed {
         self.saved
     }
