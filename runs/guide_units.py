@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import argparse
 import gzip
+import itertools
 import json
 import math
 from typing import Any
@@ -48,7 +49,7 @@ def main() -> None:
     data = st["particles"]["data"]
     layers = []  # (weight offset, n_in, n_out, bias offset)
     off = 0
-    for n_in, n_out in zip(sizes, sizes[1:]):
+    for n_in, n_out in itertools.pairwise(sizes):
         layers.append((off, n_in, n_out, off + n_in * n_out))
         off += n_in * n_out + n_out
     if off > d:
@@ -68,8 +69,10 @@ def main() -> None:
             w2, _, n2, _ = layers[li]  # the next layer's weights are this layer's outgoing ones
             active = [
                 sum(
-                    any(abs(r[w2 + j * n2 + k]) > a.threshold * softplus(r[d + w2 + j * n2 + k])
-                        for k in range(n2))
+                    any(
+                        abs(r[w2 + j * n2 + k]) > a.threshold * softplus(r[d + w2 + j * n2 + k])
+                        for k in range(n2)
+                    )
                     for j in range(n_out)
                 )
                 for r in rows
