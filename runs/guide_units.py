@@ -55,11 +55,12 @@ def main() -> None:
     if off > d:
         raise SystemExit(f"--sizes need {off} parameters, the state has {d} per guide")
     rows = [data[i * cols : (i + 1) * cols] for i in range(m)]
+    sigmas = [[softplus(r) for r in row[d:]] for row in rows]  # σ of every weight, per particle
     print(f"{a.state}: step {st['step']}, {m} particles, d = {d} ({d - off} beyond the network)")
     for li, (w, n_in, n_out, b) in enumerate(layers, start=1):
         for name, lo, hi in ((f"layer{li}.weight", w, b), (f"layer{li}.bias", b, b + n_out)):
-            sig = sorted(softplus(r[d + k]) for r in rows for k in range(lo, hi))
-            snr = [abs(r[k]) / softplus(r[d + k]) for r in rows for k in range(lo, hi)]
+            sig = sorted(sg[k] for sg in sigmas for k in range(lo, hi))
+            snr = [abs(r[k]) / sg[k] for r, sg in zip(rows, sigmas) for k in range(lo, hi)]
             share = sum(x > a.threshold for x in snr) / len(snr)
             print(
                 f"  {name}: σ median {sig[len(sig) // 2]:.3f}, 10 % quantile "
@@ -70,12 +71,12 @@ def main() -> None:
             active = [
                 sum(
                     any(
-                        abs(r[w2 + j * n2 + k]) > a.threshold * softplus(r[d + w2 + j * n2 + k])
+                        abs(r[w2 + j * n2 + k]) > a.threshold * sg[w2 + j * n2 + k]
                         for k in range(n2)
                     )
                     for j in range(n_out)
                 )
-                for r in rows
+                for r, sg in zip(rows, sigmas)
             ]
             print(f"  hidden layer {li}: active units per particle {active} of {n_out}")
 

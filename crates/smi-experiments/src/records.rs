@@ -333,6 +333,22 @@ pub fn defect_suffix(defect: Option<smi::NumpyroDefect>, sep: &str) -> String {
     defect.map_or_else(String::new, |d| format!("{sep}defect={}", d.name()))
 }
 
+/// What a config string gains for a setting changed from its default: nothing at the default,
+/// `{sep}{name}={value}` otherwise. Config strings are resume keys, so the default must leave
+/// them unchanged.
+pub fn changed<T: PartialEq + std::fmt::Display>(
+    sep: &str,
+    name: &str,
+    value: T,
+    default: T,
+) -> String {
+    if value == default {
+        String::new()
+    } else {
+        format!("{sep}{name}={value}")
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -49,7 +49,7 @@ use smi_models::BnnClassifier;
 use crate::device::Net;
 use crate::locks;
 use crate::records;
-use crate::records::{attraction_suffix, defect_suffix};
+use crate::records::{attraction_suffix, changed, defect_suffix};
 use crate::tables;
 use smi_fit::limits;
 use smi_fit::progress::Bar;
@@ -462,21 +462,6 @@ impl Plan {
             self.epochs,
             self.draws
         )
-    }
-}
-
-/// `{sep}{name}={value}` for a setting changed from its `default`, else nothing: what a variant
-/// adds to SMI's training key and file names.
-fn changed<T: PartialEq + std::fmt::Display>(
-    sep: &str,
-    name: &str,
-    value: T,
-    default: T,
-) -> String {
-    if value == default {
-        String::new()
-    } else {
-        format!("{sep}{name}={value}")
     }
 }
 

@@ -37,6 +37,7 @@ use smi_models::BnnRegression;
 use crate::cpu_time::CpuClock;
 use crate::locks;
 use crate::records;
+use crate::records::changed;
 use crate::resumable::FitCheckpoint;
 use crate::tables;
 use smi_fit::progress::Bar;
@@ -385,20 +386,15 @@ impl Plan {
         if !self.ablation {
             return String::new();
         }
-        let mut s = String::new();
-        if self.init_scale != PAPER_INIT_SCALE {
-            s.push_str(&format!("|scale0={}", self.init_scale));
-        }
-        if self.loss_temperature != 1.0 {
-            s.push_str(&format!("|tau={}", self.loss_temperature));
-        }
-        if let Some(f) = self.bandwidth_factor {
-            s.push_str(&format!("|bw={f}"));
-        }
-        if self.scale_lr_factor != 1.0 {
-            s.push_str(&format!("|scale_lr={}", self.scale_lr_factor));
-        }
-        s + "|ablation"
+        let bw = self
+            .bandwidth_factor
+            .map_or(String::new(), |f| format!("|bw={f}"));
+        format!(
+            "{}{}{bw}{}|ablation",
+            changed("|", "scale0", self.init_scale, PAPER_INIT_SCALE),
+            changed("|", "tau", self.loss_temperature, 1.0),
+            changed("|", "scale_lr", self.scale_lr_factor, 1.0),
+        )
     }
 
     /// What the names of a unit's state and lock files gain: nothing for the paper's settings,
