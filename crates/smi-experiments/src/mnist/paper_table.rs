@@ -10,9 +10,10 @@ use crate::paper;
 /// The metrics compared: record key (`metrics.<key>`, the paper's metric) and label.
 const COMPARED: [(&str, &str); 3] = [("acc", "Acc↑"), ("nll", "NLL↓"), ("ece", "ECE↓")];
 
-/// The section (a heading, a caption and one table per depth with records); `latest` holds
-/// the record shown for each (layers, method).
-pub(super) fn beside_the_paper(latest: &BTreeMap<(u64, Method), &Map<String, Value>>) -> String {
+/// The section (a heading, a caption and one table per depth with records); `longest` holds
+/// the record shown for each (layers, method): its longest run, the closest to the paper's
+/// 100 epochs.
+pub(super) fn beside_the_paper(longest: &BTreeMap<(u64, Method), &Map<String, Value>>) -> String {
     let mut md = String::from("## Beside the paper\n\n");
     md.push_str(&format!(
         "Ours: the paper's metrics of the tables above (Acc with labels sampled from each \
@@ -22,7 +23,7 @@ pub(super) fn beside_the_paper(latest: &BTreeMap<(u64, Method), &Map<String, Val
          decimals. The CPU time is the training's (CPU seconds per step × steps; evaluation \
          excluded). {CPU_HOURS_NOTE}\n\n"
     ));
-    let layers: BTreeSet<u64> = latest.keys().map(|(l, _)| *l).collect();
+    let layers: BTreeSet<u64> = longest.keys().map(|(l, _)| *l).collect();
     let mut header = vec!["method", "epochs"];
     for (_, label) in COMPARED {
         header.extend([label, "paper"]);
@@ -31,7 +32,7 @@ pub(super) fn beside_the_paper(latest: &BTreeMap<(u64, Method), &Map<String, Val
     for l in layers {
         let rows: Vec<Vec<String>> = TABLE
             .iter()
-            .filter_map(|&m| latest.get(&(l, m)).map(|r| row(l, m, r)))
+            .filter_map(|&m| longest.get(&(l, m)).map(|r| row(l, m, r)))
             .collect();
         let noun = if l == 1 { "layer" } else { "layers" };
         md.push_str(&format!("### {l} hidden {noun}\n\n"));

@@ -3,6 +3,7 @@
 
 use super::*;
 use crate::plot::thousands;
+use std::cmp::Reverse;
 
 /// One column of a table: record key, header, direction.
 struct Column {
@@ -144,6 +145,19 @@ fn settings_line<'a>(recs: impl Iterator<Item = &'a Map<String, Value>>) -> Stri
     )
 }
 
+/// Where a record stands in the tables: network depth, training length (epochs, then training
+/// images; the longest first) and method.
+type RunKey = (u64, Reverse<u64>, Reverse<u64>, Method);
+
+/// The [`RunKey`] of a record: `None` without layers or a known method (a missing epoch or
+/// image count reads as 0).
+fn run_key(r: &Map<String, Value>) -> Option<RunKey> {
+    let l = records::get(r, "layers")?.as_u64()?;
+    let m: Method = records::text(r, "method")?.parse().ok()?;
+    let count = |k: &str| records::get(r, k).and_then(Value::as_u64).unwrap_or(0);
+    Some((l, Reverse(count("epochs")), Reverse(count("train_size")), m))
+}
+
 /// Rebuilds `mnist.md` from `mnist.jsonl` (nothing when there are no records); records of
 /// failed units are left out.
 pub fn report(out: &Path) -> Result<()> {
@@ -151,8 +165,8 @@ pub fn report(out: &Path) -> Result<()> {
     if recs.is_empty() {
         return Ok(());
     }
-    // (layers, method) → the latest record.
-    let mut latest: BTreeMap<(u64, Method), &Map<String, Value>> = BTreeMap::new();
+    // (layers, training length, method) → the latest record; the longest runs first.
+    let mut latest: BTreeMap<RunKey, &Map<String, Value>> = BTreeMap::new();
     // Runs with a reproduced NumPyro defect (`defect=` in the config) or another variant of
     // the paper's settings (NumPyro's attraction normalisation, another m for SMI, a GPU's
     // random streams) never stand for their method: they get sections of their own.
@@ -168,19 +182,20 @@ pub fn report(out: &Path) -> Result<()> {
             variants.push(r);
             continue;
         }
-        let key = (|| {
-            let l = records::get(r, "layers")?.as_u64()?;
-            let m: Method = records::text(r, "method")?.parse().ok()?;
-            Some((l, m))
-        })();
-        match key {
+        match run_key(r) {
             Some(k) => {
                 latest.insert(k, r);
             }
             None => eprintln!("warning: mnist.jsonl: skipping a record without layers/method"),
         }
     }
-    let layer_counts: BTreeSet<u64> = latest.keys().map(|(l, _)| *l).collect();
+    // The paper's comparison: per (layers, method) the longest run (the first in key order).
+    let mut longest: BTreeMap<(u64, Method), &Map<String, Value>> = BTreeMap::new();
+    for (&(l, _, _, m), r) in &latest {
+        longest.entry((l, m)).or_insert(*r);
+    }
+    let groups: BTreeSet<(u64, Reverse<u64>, Reverse<u64>)> =
+        latest.keys().map(|&(l, e, n, _)| (l, e, n)).collect();
     let mut md = String::new();
     md.push_str("# MNIST classification (docs/algorithms.md §7.4; the paper's Table 4)\n\n");
     md.push_str(&format!(
@@ -193,25 +208,33 @@ pub fn report(out: &Path) -> Result<()> {
          Conf and Acc with labels sampled from each draw's predictive, NLL, Brier, and the \
          paper's unweighted 100-bin ECE/MCE with its empty-bin rule. **Bold**: not worse than \
          the best method by a one-sided Mann–Whitney U test on the per-draw values (p ≥ 0.05). \
-         Each cell uses the latest record of its (layers, method); see the run table for epochs \
-         and data sizes.\n\n",
+         One pair of tables per network depth and training length (epochs, training images), \
+         the longest first: each cell uses the latest record of its method at that length, so \
+         the test compares runs of equal length.\n\n",
     );
-    for &l in &layer_counts {
+    for &(l, Reverse(epochs), Reverse(train)) in &groups {
         let rows: Vec<(Method, &Map<String, Value>)> = TABLE
             .iter()
-            .filter_map(|m| latest.get(&(l, *m)).map(|r| (*m, *r)))
+            .filter_map(|m| {
+                latest
+                    .get(&(l, Reverse(epochs), Reverse(train), *m))
+                    .map(|r| (*m, *r))
+            })
             .collect();
-        md.push_str(&format!("## {l}-hidden-layer network, paper metrics\n\n"));
+        let length = format!("{epochs} epochs on {} images", thousands(train));
+        md.push_str(&format!(
+            "## {l}-hidden-layer network, {length}, paper metrics\n\n"
+        ));
         md.push_str(&metric_table(&rows, &PAPER_COLUMNS));
         md.push('\n');
         md.push_str(&format!(
-            "## {l}-hidden-layer network, standard metrics\n\n\
+            "## {l}-hidden-layer network, {length}, standard metrics\n\n\
              Argmax accuracy, NLL, count-weighted ECE and MCE over non-empty bins (100 bins).\n\n"
         ));
         md.push_str(&metric_table(&rows, &STANDARD_COLUMNS));
         md.push('\n');
     }
-    md.push_str(&super::paper_table::beside_the_paper(&latest));
+    md.push_str(&super::paper_table::beside_the_paper(&longest));
     if !defects.is_empty() {
         md.push_str(&variant_section(
             "Reproduced NumPyro defects",
@@ -223,8 +246,8 @@ pub fn report(out: &Path) -> Result<()> {
         md.push_str(&variant_section(
             "Variants of the paper's settings",
             "Runs of `smi reproduce mnist` with `--attraction numpyro` (docs/algorithms.md \
-             §2.8), `--particles`, `--init-scale`, `--lr`, `--loss-temperature` or `--device \
-             cuda`, without a defect",
+             §2.8), `--particles`, `--elbo-draws`, `--init-scale`, `--lr`, \
+             `--loss-temperature`, `--scale-lr-factor` or `--device cuda`, without a defect",
             &variants,
         ));
     }
@@ -251,7 +274,7 @@ pub fn report(out: &Path) -> Result<()> {
     let fmt = |v: Option<f64>, prec: usize| v.map_or("–".to_string(), |x| format!("{x:.prec$}"));
     let rows: Vec<Vec<String>> = latest
         .iter()
-        .map(|((l, m), r)| {
+        .map(|(&(l, _, _, m), r)| {
             let int = |k: &str| {
                 records::get(r, k)
                     .and_then(Value::as_u64)
@@ -274,9 +297,9 @@ pub fn report(out: &Path) -> Result<()> {
         .collect();
     md.push_str(&tables::markdown(&header, &rows));
     md.push_str("\n## Configurations\n\n");
-    for ((l, m), r) in &latest {
+    for (&(l, Reverse(epochs), _, m), r) in &latest {
         md.push_str(&format!(
-            "- {l}-layer {}: `{}`\n",
+            "- {l}-layer {}, {epochs} epochs: `{}`\n",
             m.label(),
             records::text(r, "config").unwrap_or("?")
         ));

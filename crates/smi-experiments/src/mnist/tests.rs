@@ -252,6 +252,55 @@ fn the_report_puts_ours_beside_the_paper() {
 }
 
 #[test]
+fn runs_of_another_length_get_tables_of_their_own() {
+    // A 100-epoch SMI run, then a later 20-epoch SMI and MAP: the 20-epoch runs are compared
+    // with each other, and the paper's table keeps the 100-epoch SMI although it is older.
+    let rec = |method: &str, epochs: u64, acc: f64| {
+        let Value::Object(r) = json!({"layers": 1, "method": method, "epochs": epochs,
+            "train_size": 60000, "steps": epochs * 468, "config": "c",
+            "metrics": {"acc": acc, "nll": 0.1}})
+        else {
+            unreachable!()
+        };
+        r
+    };
+    let dir = tempfile::tempdir().unwrap();
+    let out = dir.path();
+    records::append(out, EXPERIMENT, rec("smi", 100, 0.93)).unwrap();
+    records::append(out, EXPERIMENT, rec("smi", 20, 0.92)).unwrap();
+    records::append(out, EXPERIMENT, rec("map", 20, 0.96)).unwrap();
+    report(out).unwrap();
+    let md = std::fs::read_to_string(out.join("mnist.md")).unwrap();
+    let at = |h: &str| md.find(h).unwrap_or_else(|| panic!("no {h:?} in {md}"));
+    let long = &md[at("## 1-hidden-layer network, 100 epochs on 60 000 images, paper metrics")
+        ..at("## 1-hidden-layer network, 100 epochs on 60 000 images, standard metrics")];
+    assert!(
+        long.contains("| SMI |") && long.contains(".930 ± .000"),
+        "{long}"
+    );
+    assert!(!long.contains("| MAP |"), "{long}");
+    let short = &md[at("## 1-hidden-layer network, 20 epochs on 60 000 images, paper metrics")
+        ..at("## 1-hidden-layer network, 20 epochs on 60 000 images, standard metrics")];
+    assert!(short.contains(".920 ± .000"), "{short}");
+    assert!(short.contains("| MAP |"), "{short}");
+    assert!(!short.contains(".930"), "{short}");
+    // the longer run's tables come first
+    assert!(at("100 epochs on 60 000 images, paper") < at("20 epochs on 60 000 images, paper"));
+    let beside = &md[at("## Beside the paper")..at("## Runs")];
+    assert!(beside.contains("| SMI | 100 | .930 ± .000 |"), "{beside}");
+    assert!(beside.contains("| MAP | 20 | .960 ± .000 |"), "{beside}");
+    let configs = &md[at("## Configurations")..];
+    assert!(
+        configs.contains("- 1-layer SMI, 100 epochs: `c`"),
+        "{configs}"
+    );
+    assert!(
+        configs.contains("- 1-layer SMI, 20 epochs: `c`"),
+        "{configs}"
+    );
+}
+
+#[test]
 fn a_run_with_a_reproduced_defect_or_a_variant_does_not_stand_for_its_method() {
     // A correct SMI record, then later ones with the double-transform defect and with NumPyro's
     // attraction alone: the tables keep the correct one, the others get sections of their own.
